@@ -1,0 +1,117 @@
+"""Gregor's declarations agree with Apache Kafka's JSON message specs.
+
+For every API `wire` declares, the spec's request and response are walked
+field by field: names (in snake_case), types, order, versions, nullable and
+tagged versions, tags, defaults and per-field flexible versions must match.
+The specs are reference material in ../shared/kafka-protocol (or
+$GREGOR_KAFKA_SPECS); without them these tests skip and say so.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from wire.apis import ALL_APIS
+from wire.headers import REQUEST_HEADER, RESPONSE_HEADER
+from wire.schema import PRIMITIVE_TYPES, UNSET, Versions, snake_case
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_DIR = Path(
+    os.environ.get("GREGOR_KAFKA_SPECS", REPO.parent / "shared" / "kafka-protocol" / "message")
+)
+
+pytestmark = pytest.mark.skipif(
+    not SPEC_DIR.is_dir(),
+    reason=f"Kafka's JSON message specs not found at {SPEC_DIR}: conformance NOT checked",
+)
+
+
+def load_spec(name: str) -> dict:
+    text = (SPEC_DIR / f"{name}.json").read_text()
+    # The specs carry // line comments (license, notes).
+    lines = [line for line in text.splitlines() if not line.strip().startswith("//")]
+    return json.loads("\n".join(lines))
+
+
+def spec_default(field: dict):
+    ftype = field["type"]
+    nullable = Versions.parse(field.get("nullableVersions"))
+    if "default" not in field:
+        return UNSET
+    raw = field["default"]
+    if ftype.startswith("[]") or ftype not in PRIMITIVE_TYPES:
+        assert raw == "null"
+        return None
+    if ftype == "bool":
+        return raw if isinstance(raw, bool) else raw == "true"
+    if ftype in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        return int(str(raw), 0)
+    if ftype == "float64":
+        return float(raw)
+    if raw == "null" and (nullable or ftype in ("bytes", "records")):
+        return None
+    return raw
+
+
+def effective_default(field_type: str, default):
+    """Our declarations leave out defaults equal to the type's zero value."""
+    from wire.schema import _ZERO
+
+    if default is UNSET:
+        if field_type.startswith("[]") or field_type not in PRIMITIVE_TYPES:
+            return UNSET
+        return _ZERO[field_type]
+    return default
+
+
+def compare_fields(ours, spec_fields, common, path):
+    names = [f.name for f in ours]
+    spec_names = [snake_case(f["name"]) for f in spec_fields]
+    assert names == spec_names, f"{path}: field order/names differ"
+    for f, s in zip(ours, spec_fields, strict=True):
+        where = f"{path}.{f.name}"
+        assert f.type == s["type"], where
+        assert f.versions == Versions.parse(s["versions"]), f"{where} versions"
+        assert f.nullable == Versions.parse(s.get("nullableVersions")), f"{where} nullable"
+        assert f.tagged == Versions.parse(s.get("taggedVersions")), f"{where} tagged"
+        # One spec writes its tag as a string ("0").
+        assert f.tag == (None if s.get("tag") is None else int(s["tag"])), f"{where} tag"
+        expected_flexible = s.get("flexibleVersions")
+        ours_flexible = None if f.flexible is None else str(f.flexible)
+        assert ours_flexible == (
+            None if expected_flexible is None else str(Versions.parse(expected_flexible))
+        ), f"{where} flexible"
+        assert effective_default(f.type, f.default) == effective_default(
+            s["type"], spec_default(s)
+        ), f"{where} default"
+        element = s["type"][2:] if s["type"].startswith("[]") else s["type"]
+        if element in PRIMITIVE_TYPES:
+            assert not f.fields, where
+            continue
+        sub = s.get("fields")
+        if sub is None:
+            sub = common[element]["fields"]
+        compare_fields(f.fields, sub, common, where)
+
+
+def compare_message(ours, spec):
+    assert ours.valid == Versions.parse(spec["validVersions"]), ours.name
+    assert ours.flexible == Versions.parse(spec["flexibleVersions"]), ours.name
+    common = {c["name"]: c for c in spec.get("commonStructs", [])}
+    compare_fields(ours.fields, spec["fields"], common, ours.name)
+
+
+@pytest.mark.parametrize("api", ALL_APIS, ids=lambda a: a.name)
+def test_declaration_matches_kafka_spec(api):
+    request = load_spec(f"{api.name}Request")
+    response = load_spec(f"{api.name}Response")
+    assert request["apiKey"] == api.key == response["apiKey"]
+    compare_message(api.request, request)
+    compare_message(api.response, response)
+
+
+def test_headers_match_kafka_spec():
+    compare_message(REQUEST_HEADER, load_spec("RequestHeader"))
+    compare_message(RESPONSE_HEADER, load_spec("ResponseHeader"))

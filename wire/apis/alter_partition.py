@@ -1,0 +1,46 @@
+"""AlterPartition (API key 56)."""
+
+from wire.schema import F, api
+
+ALTER_PARTITION = api(
+    56,
+    "AlterPartition",
+    valid="0-3",
+    flexible="0+",
+    request=[
+        F("broker_id", "int32", "0+"),
+        F("broker_epoch", "int64", "0+", default=-1),
+        F("topics", "[]TopicData", "0+",
+            F("topic_name", "string", "0-1"),
+            F("topic_id", "uuid", "2+"),
+            F("partitions", "[]PartitionData", "0+",
+                F("partition_index", "int32", "0+"),
+                F("leader_epoch", "int32", "0+"),
+                F("new_isr", "[]int32", "0-2"),
+                F("new_isr_with_epochs", "[]BrokerState", "3+",
+                    F("broker_id", "int32", "3+"),
+                    F("broker_epoch", "int64", "3+", default=-1),
+                ),
+                F("leader_recovery_state", "int8", "1+"),
+                F("partition_epoch", "int32", "0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "0+"),
+        F("error_code", "int16", "0+"),
+        F("topics", "[]TopicData", "0+",
+            F("topic_name", "string", "0-1"),
+            F("topic_id", "uuid", "2+"),
+            F("partitions", "[]PartitionData", "0+",
+                F("partition_index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+                F("leader_id", "int32", "0+"),
+                F("leader_epoch", "int32", "0+"),
+                F("isr", "[]int32", "0+"),
+                F("leader_recovery_state", "int8", "1+"),
+                F("partition_epoch", "int32", "0+"),
+            ),
+        ),
+    ],
+)

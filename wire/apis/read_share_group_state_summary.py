@@ -1,0 +1,32 @@
+"""ReadShareGroupStateSummary (API key 87)."""
+
+from wire.schema import F, api
+
+READ_SHARE_GROUP_STATE_SUMMARY = api(
+    87,
+    "ReadShareGroupStateSummary",
+    valid="0",
+    flexible="0+",
+    request=[
+        F("group_id", "string", "0+"),
+        F("topics", "[]ReadStateSummaryData", "0+",
+            F("topic_id", "uuid", "0+"),
+            F("partitions", "[]PartitionData", "0+",
+                F("partition", "int32", "0+"),
+                F("leader_epoch", "int32", "0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("results", "[]ReadStateSummaryResult", "0+",
+            F("topic_id", "uuid", "0+"),
+            F("partitions", "[]PartitionResult", "0+",
+                F("partition", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+                F("error_message", "string", "0+", nullable="0+", default=None),
+                F("state_epoch", "int32", "0+"),
+                F("start_offset", "int64", "0+"),
+            ),
+        ),
+    ],
+)

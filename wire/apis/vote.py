@@ -1,0 +1,45 @@
+"""Vote (API key 52)."""
+
+from wire.schema import F, api
+
+VOTE = api(
+    52,
+    "Vote",
+    valid="0-1",
+    flexible="0+",
+    request=[
+        F("cluster_id", "string", "0+", nullable="0+", default=None),
+        F("voter_id", "int32", "1+", default=-1),
+        F("topics", "[]TopicData", "0+",
+            F("topic_name", "string", "0+"),
+            F("partitions", "[]PartitionData", "0+",
+                F("partition_index", "int32", "0+"),
+                F("candidate_epoch", "int32", "0+"),
+                F("candidate_id", "int32", "0+"),
+                F("candidate_directory_id", "uuid", "1+"),
+                F("voter_directory_id", "uuid", "1+"),
+                F("last_offset_epoch", "int32", "0+"),
+                F("last_offset", "int64", "0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("error_code", "int16", "0+"),
+        F("topics", "[]TopicData", "0+",
+            F("topic_name", "string", "0+"),
+            F("partitions", "[]PartitionData", "0+",
+                F("partition_index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+                F("leader_id", "int32", "0+"),
+                F("leader_epoch", "int32", "0+"),
+                F("vote_granted", "bool", "0+"),
+            ),
+        ),
+        F("node_endpoints", "[]NodeEndpoint", "1+",
+            F("node_id", "int32", "1+"),
+            F("host", "string", "1+"),
+            F("port", "uint16", "1+"),
+            tagged="1+", tag=0,
+        ),
+    ],
+)

@@ -1,0 +1,36 @@
+"""The value type of decoded messages."""
+
+
+class Struct(dict):
+    """A decoded struct: a dict whose keys are also attributes.
+
+    `req.topics[0].partitions` reads like Kafka's generated classes, and a plain
+    dict with the same keys encodes the same way. Fields a version does not
+    carry are present with their defaults, so handlers read every field the
+    same way whatever version the client spoke. Unknown tagged fields, when
+    any arrived, are kept under `unknown_tagged_fields` as (tag, bytes) pairs
+    and written back on encode.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+    def __delattr__(self, name):
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return "Struct(" + ", ".join(f"{k}={v!r}" for k, v in self.items()) + ")"
+
+
+UNKNOWN_TAGGED = "unknown_tagged_fields"
