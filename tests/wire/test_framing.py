@@ -1,0 +1,256 @@
+"""wire.framing: size-prefixed frames out of a byte stream, however it is chunked."""
+
+import struct
+import tracemalloc
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from wire.errors import DecodeError, EncodeError
+from wire.framing import (
+    FrameSplitter,
+    FrameTooLarge,
+    InvalidFrameSize,
+    encode_frame,
+    frame_size_prefix,
+)
+
+MAX = 1024 * 1024
+
+FRAMES = [b"", b"a", b"hello", bytes(range(256)) * 3, b"\x00\x00\x00\x05"]
+STREAM = b"".join(encode_frame(frame) for frame in FRAMES)
+
+
+def prefix(size: int) -> bytes:
+    return struct.pack(">i", size)
+
+
+def drain(splitter: FrameSplitter) -> list[bytes]:
+    frames = []
+    while (frame := splitter.next_frame()) is not None:
+        frames.append(bytes(frame))
+    return frames
+
+
+def split_fed(chunks, max_frame_size=MAX) -> tuple[list[bytes], FrameSplitter]:
+    """Feed each chunk, draining after every feed, as a connection's reader does."""
+    splitter = FrameSplitter(max_frame_size)
+    frames = []
+    for chunk in chunks:
+        splitter.feed(chunk)
+        frames.extend(drain(splitter))
+    return frames, splitter
+
+
+# --- encoding ---------------------------------------------------------------
+
+
+def test_encode_frame_prefixes_the_payload_with_its_big_endian_size():
+    assert encode_frame(b"hi") == b"\x00\x00\x00\x02hi"
+    assert encode_frame(memoryview(b"abc")) == b"\x00\x00\x00\x03abc"
+    assert encode_frame(bytearray()) == b"\x00\x00\x00\x00"
+
+
+def test_frame_size_prefix_is_the_four_bytes_a_scatter_gather_writer_sends_first():
+    assert frame_size_prefix(0) == b"\x00\x00\x00\x00"
+    assert frame_size_prefix(0x01020304) == b"\x01\x02\x03\x04"
+    assert frame_size_prefix(2**31 - 1) == b"\x7f\xff\xff\xff"
+
+
+@pytest.mark.parametrize("size", [-1, 2**31])
+def test_frame_size_prefix_refuses_a_size_an_int32_cannot_state(size):
+    with pytest.raises(EncodeError):
+        frame_size_prefix(size)
+
+
+# --- splitting ----------------------------------------------------------------
+
+
+def test_frames_fed_whole_come_out_in_order():
+    frames, splitter = split_fed([STREAM])
+    assert frames == FRAMES
+    assert splitter.buffered == 0
+
+
+def test_frames_fed_byte_by_byte_come_out_in_order():
+    chunks = [STREAM[i : i + 1] for i in range(len(STREAM))]
+    frames, splitter = split_fed(chunks)
+    assert frames == FRAMES
+    assert splitter.buffered == 0
+
+
+def test_next_frame_is_none_until_the_last_byte_of_a_frame_arrives():
+    splitter = FrameSplitter(MAX)
+    data = encode_frame(b"abcdef")
+    for i in range(len(data) - 1):
+        splitter.feed(data[i : i + 1])
+        assert splitter.next_frame() is None
+        assert splitter.buffered == i + 1
+    splitter.feed(data[-1:])
+    assert splitter.next_frame() == b"abcdef"
+    assert splitter.next_frame() is None
+
+
+@given(
+    frames=st.lists(st.binary(max_size=300), max_size=20),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
+)
+def test_any_chunking_of_the_stream_yields_the_same_frames(frames, cuts):
+    stream = b"".join(encode_frame(frame) for frame in frames)
+    points = sorted({0, len(stream), *(cut % (len(stream) + 1) for cut in cuts)})
+    chunks = [stream[a:b] for a, b in zip(points, points[1:], strict=False)]
+    got, splitter = split_fed(chunks)
+    assert got == frames
+    assert splitter.buffered == 0
+
+
+@given(
+    frames=st.lists(st.binary(max_size=100), max_size=10),
+    partial=st.binary(min_size=1, max_size=50).flatmap(
+        lambda body: st.integers(min_value=1, max_value=len(body) + 3).map(
+            lambda n: (prefix(len(body)) + body)[:n]
+        )
+    ),
+    chunk_size=st.integers(min_value=1, max_value=64),
+)
+def test_a_partial_next_frame_stays_buffered_and_is_not_returned(frames, partial, chunk_size):
+    stream = b"".join(encode_frame(frame) for frame in frames) + partial
+    chunks = [stream[i : i + chunk_size] for i in range(0, len(stream), chunk_size)]
+    got, splitter = split_fed(chunks)
+    assert got == frames
+    assert splitter.buffered == len(partial)
+    assert splitter.next_frame() is None
+
+
+def test_the_rest_of_a_partial_frame_completes_it():
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(b"one") + encode_frame(b"two")[:5])
+    assert drain(splitter) == [b"one"]
+    splitter.feed(encode_frame(b"two")[5:] + encode_frame(b"three"))
+    assert drain(splitter) == [b"two", b"three"]
+
+
+def test_zero_length_frames_are_empty_frames():
+    frames, splitter = split_fed([encode_frame(b"") * 3])
+    assert frames == [b"", b"", b""]
+    assert splitter.buffered == 0
+
+
+def test_many_frames_in_one_feed_all_come_out():
+    payloads = [str(i).encode() * (i % 7) for i in range(5000)]
+    frames, splitter = split_fed([b"".join(encode_frame(p) for p in payloads)])
+    assert frames == payloads
+    assert splitter.buffered == 0
+
+
+def test_feed_accepts_bytearray_and_memoryview():
+    splitter = FrameSplitter(MAX)
+    splitter.feed(bytearray(encode_frame(b"ab")))
+    splitter.feed(memoryview(encode_frame(b"cd")))
+    assert drain(splitter) == [b"ab", b"cd"]
+
+
+def test_returned_frames_stay_intact_when_more_data_arrives():
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(b"first") + encode_frame(b"sec"))
+    first = splitter.next_frame()
+    second = splitter.next_frame()
+    splitter.feed(encode_frame(b"x" * 200_000) + encode_frame(b"y"))
+    assert drain(splitter) == [b"x" * 200_000, b"y"]
+    assert (first, second) == (b"first", b"sec")
+
+
+def test_a_frame_of_exactly_max_frame_size_is_accepted():
+    frames, _ = split_fed([encode_frame(b"x" * 100)], max_frame_size=100)
+    assert frames == [b"x" * 100]
+
+
+def test_a_large_frame_fed_in_64k_chunks_is_assembled_in_bounded_memory():
+    size = 100 * 1024 * 1024
+    chunk = 64 * 1024
+    payload = bytes(range(256)) * (size // 256)
+    splitter = FrameSplitter(size)
+    tracemalloc.start()
+    try:
+        with memoryview(encode_frame(payload)) as data:
+            baseline, _ = tracemalloc.get_traced_memory()
+            starts = range(0, len(data), chunk)
+            for at in starts[:-1]:
+                splitter.feed(data[at : at + chunk])
+                assert splitter.next_frame() is None
+            splitter.feed(data[starts[-1] :])
+            frame = splitter.next_frame()
+            _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert frame == payload
+    assert splitter.buffered == 0
+    # The buffer (with its growth slack) plus the returned copy: never a multiple.
+    assert peak - baseline < 2.5 * size
+
+
+# --- hostile sizes --------------------------------------------------------------
+
+
+def test_a_negative_size_raises_invalid_frame_size_carrying_the_size():
+    splitter = FrameSplitter(MAX)
+    with pytest.raises(InvalidFrameSize) as raised:
+        splitter.feed(prefix(-1))
+    assert raised.value.size == -1
+    assert not isinstance(raised.value, FrameTooLarge)
+    assert isinstance(raised.value, DecodeError)
+
+
+def test_an_oversized_size_raises_frame_too_large_carrying_size_and_limit():
+    splitter = FrameSplitter(MAX)
+    with pytest.raises(FrameTooLarge) as raised:
+        splitter.feed(prefix(MAX + 1))
+    assert raised.value.size == MAX + 1
+    assert raised.value.max_frame_size == MAX
+    assert isinstance(raised.value, DecodeError)
+
+
+@pytest.mark.parametrize("size", [-(2**31), -1, MAX + 1, 2**31 - 1])
+def test_a_bad_size_raises_before_its_body_is_buffered(size):
+    splitter = FrameSplitter(MAX)
+    with pytest.raises(InvalidFrameSize):
+        splitter.feed(prefix(size) + b"\x00" * 100_000)
+    assert splitter.buffered == 0
+
+
+def test_a_bad_size_split_across_feeds_raises_when_its_fourth_byte_arrives():
+    splitter = FrameSplitter(MAX)
+    bad = prefix(2**31 - 1)
+    for i in range(3):
+        splitter.feed(bad[i : i + 1])
+        assert splitter.next_frame() is None
+    with pytest.raises(FrameTooLarge):
+        splitter.feed(bad[3:])
+    assert splitter.buffered == 0
+
+
+def test_frames_before_a_bad_size_can_still_be_taken_then_it_raises_again():
+    splitter = FrameSplitter(MAX)
+    with pytest.raises(FrameTooLarge):
+        splitter.feed(encode_frame(b"one") + encode_frame(b"two") + prefix(MAX + 1) + b"junk")
+    assert splitter.buffered == len(encode_frame(b"one") + encode_frame(b"two"))
+    assert splitter.next_frame() == b"one"
+    assert splitter.next_frame() == b"two"
+    with pytest.raises(FrameTooLarge):
+        splitter.next_frame()
+
+
+def test_after_a_bad_size_every_feed_raises_and_buffers_nothing():
+    splitter = FrameSplitter(MAX)
+    with pytest.raises(InvalidFrameSize):
+        splitter.feed(prefix(-5))
+    with pytest.raises(InvalidFrameSize):
+        splitter.feed(encode_frame(b"fine"))
+    assert splitter.buffered == 0
+
+
+@pytest.mark.parametrize("limit", [-1, 2**31])
+def test_max_frame_size_must_fit_an_int32(limit):
+    with pytest.raises(ValueError):
+        FrameSplitter(limit)
