@@ -21,7 +21,14 @@ class EncodeError(WireError):
 class UnsupportedVersionError(WireError):
     """An API version outside the range that `wire` declares."""
 
-    def __init__(self, api_key: int, version: int, message: str | None = None):
+    def __init__(
+        self,
+        api_key: int,
+        version: int,
+        message: str | None = None,
+        correlation_id: int | None = None,
+    ):
         self.api_key = api_key
         self.version = version
+        self.correlation_id = correlation_id
         super().__init__(message or f"api key {api_key} has no version {version}")

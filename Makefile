@@ -1,0 +1,48 @@
+# Gregor: `make run` starts a broker, `make test` installs everything and runs every test.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+FUZZ_SECONDS ?= 60
+
+.PHONY: install run test unit fuzz lint bench readme clean
+
+install: $(STAMP)
+
+# Rebuilt when pyproject.toml changes; pip's cache keeps a second run fast.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+run: install
+	$(VENV)/bin/gregor serve
+
+test: install
+	$(PY) -m pytest
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+unit: install
+	$(PY) -m pytest tests/wire -q
+
+# Coverage-guided fuzzing of wire's decoders, bounded in time.
+fuzz: install
+	@mkdir -p fuzz-artifacts/corpus
+	$(PY) fuzz/fuzz_wire.py -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=fuzz-artifacts/ fuzz-artifacts/corpus
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+bench: install
+	$(PY) bench/wire_codec.py
+
+# Regenerates the generated sections of README.md from the code.
+readme: install
+	$(PY) -m wire.tables --update-readme README.md
+
+clean:
+	rm -rf $(VENV) fuzz-artifacts .pytest_cache .hypothesis

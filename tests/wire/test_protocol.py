@@ -1,0 +1,91 @@
+"""Whole requests and responses: headers, header versions, golden bytes."""
+
+import pytest
+
+from wire.api_keys import ApiKey
+from wire.errors import DecodeError, UnsupportedVersionError
+from wire.protocol import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek_request_header,
+)
+
+
+def test_api_versions_v3_request_golden_bytes():
+    frame = encode_request(
+        ApiKey.API_VERSIONS, 3, 7,
+        {"client_software_name": "x", "client_software_version": "1"},
+        client_id="cli",
+    )  # fmt: skip
+    assert frame == bytes.fromhex(
+        "0012"      # request_api_key 18
+        "0003"      # request_api_version 3
+        "00000007"  # correlation_id
+        "0003636c69"  # client_id: int16 length even in header v2, "cli"
+        "00"        # header tagged fields: none
+        "0278"      # client_software_name: compact string, length+1 = 2, "x"
+        "0231"      # client_software_version: "1"
+        "00"        # body tagged fields: none
+    )  # fmt: skip
+    header, body = decode_request(frame)
+    assert header.client_id == "cli" and header.correlation_id == 7
+    assert body.client_software_name == "x"
+
+
+def test_api_versions_response_header_is_v0_even_when_flexible():
+    frame = encode_response(ApiKey.API_VERSIONS, 3, 9, {"api_keys": []})
+    assert frame == bytes.fromhex(
+        "00000009"  # correlation_id; response header v0: no tagged fields
+        "0000"      # error_code
+        "01"        # api_keys: compact array, 0 elements
+        "00000000"  # throttle_time_ms
+        "00"        # tagged fields
+    )  # fmt: skip
+    assert decode_response(ApiKeys := ApiKey.API_VERSIONS, 3, frame)[0] == 9
+    assert ApiKeys == 18
+
+
+def test_flexible_responses_use_header_v1_with_tagged_fields():
+    frame = encode_response(ApiKey.METADATA, 9, 5, {})
+    assert frame[:5] == bytes.fromhex("00000005" "00")  # correlation id, empty tagged section
+
+
+def test_metadata_v0_request_golden_bytes():
+    frame = encode_request(ApiKey.METADATA, 0, 1, {"topics": [{"name": "t"}]}, client_id=None)
+    assert frame == bytes.fromhex(
+        "0003" "0000" "00000001"
+        "ffff"          # client_id: null
+        "00000001"      # topics: int32 count 1
+        "00017" "4"     # name: int16 length 1, "t"
+    )  # fmt: skip
+
+
+def test_null_client_id_round_trips():
+    header, _ = decode_request(encode_request(ApiKey.METADATA, 12, 3, {}, client_id=None))
+    assert header.client_id is None
+
+
+@pytest.mark.parametrize("version", [5, 99, -1])
+def test_unsupported_version_is_reported_with_the_correlation_id(version):
+    frame = encode_request(ApiKey.API_VERSIONS, 0, 42, {})
+    frame = frame[:2] + version.to_bytes(2, "big", signed=True) + frame[4:]
+    assert peek_request_header(frame) == (18, version, 42)
+    with pytest.raises(UnsupportedVersionError) as info:
+        decode_request(frame)
+    assert info.value.api_key == 18 and info.value.version == version
+    assert info.value.correlation_id == 42
+
+
+def test_unknown_api_key_is_an_unsupported_version_error():
+    frame = bytes.fromhex("7fff0000" "00000003" "0000")
+    with pytest.raises(UnsupportedVersionError):
+        decode_request(frame)
+
+
+def test_truncated_request_is_a_decode_error():
+    frame = encode_request(ApiKey.METADATA, 12, 3, {"topics": [{"name": "abc"}]})
+    for cut in range(len(frame)):
+        with pytest.raises((DecodeError, UnsupportedVersionError)):
+            decode_request(frame[:cut])
