@@ -84,7 +84,9 @@ def read_tagged_fields(r: Reader, result: Struct, known: dict) -> None:
         name, codec = spec
         result[name] = codec.read(sub)
         if sub.pos != sub.end:
-            raise DecodeError(f"tagged field {name!r} (tag {tag}) has {sub.end - sub.pos} bytes left over")
+            raise DecodeError(
+                f"tagged field {name!r} (tag {tag}) has {sub.end - sub.pos} bytes left over"
+            )
 
 
 def write_tagged_fields(w: Writer, obj, tagged: tuple) -> None:
@@ -168,11 +170,22 @@ class ArrayCodec(construct.Construct):
         element = self.element._compileparse(code)
         fname = f"parse_array_{code.allocateId()}"
         null = "    if n < 0:\n        return None\n" if self.nullable else ""
+        fmt = getattr(self.element, "fmt", None)
+        if fmt is not None:
+            # The length check above already proved n elements fit.
+            body = (
+                f"    p = io.pos\n"
+                f"    io.pos = p + n * {self.element.min_size}\n"
+                f"    return list(unpack_from('>%d{fmt}' % n, io.buf, p))\n"
+            )
+            code.append("from struct import unpack_from")
+        else:
+            body = f"    return [{element} for _ in range(n)]\n"
         code.append(
             f"def {fname}(io):\n"
             f"    n = {self._read_length.__name__}(io, {self.element_min})\n"
             f"{null}"
-            f"    return [{element} for _ in range(n)]\n"
+            f"{body}"
         )
         return f"{fname}(io)"
 
@@ -261,29 +274,66 @@ class StructCodec(construct.Construct):
         self.write(stream, obj)
         return obj
 
+    def _runs(self):
+        """Regular fields grouped into runs of fixed-size primitives and singles."""
+        runs: list[list] = []
+        for item in self.regular:
+            fixed = getattr(item[1], "fmt", None) is not None
+            if fixed and runs and runs[-1][0] == "fixed":
+                runs[-1][1].append(item)
+            else:
+                runs.append(["fixed" if fixed else "single", [item]])
+        return runs
+
     def _emitparse(self, code):
         code.append(PRIMITIVES_IMPORT)
         code.append(CODEC_IMPORT)
         lines = []
-        for name, codec, _ in self.regular:
-            lines.append(f"    result[{name!r}] = {codec._compileparse(code)}")
+        for kind, items in self._runs():
+            if kind == "single":
+                name, codec, _ = items[0]
+                lines.append(f"    result[{name!r}] = {codec._compileparse(code)}")
+                continue
+            # One bounds check and one unpack for a run of fixed-size fields.
+            fmt = struct.Struct(">" + "".join(c.fmt for _, c, _ in items))
+            targets = ", ".join(f"result[{name!r}]" for name, _, _ in items)
+            lines.append("    p = io.pos")
+            lines.append(f"    if p + {fmt.size} > io.end:")
+            lines.append(f"        raise_short(io, {fmt.size})")
+            lines.append(f"    {targets}, = {_link(code, fmt)}.unpack_from(io.buf, p)")
+            lines.append(f"    io.pos = p + {fmt.size}")
         defaults = self.absent + (self.tagged_absent if self.flexible else ())
         for name, value, factory in defaults:
             expr = f"{_link(code, factory)}()" if factory else _link(code, value)
             lines.append(f"    result[{name!r}] = {expr}")
         if self.flexible:
-            lines.append(f"    read_tagged_fields(io, result, {_link(code, self.known_tags)})")
+            # Most tagged sections are empty: a single zero byte.
+            lines.append("    p = io.pos")
+            lines.append("    if p < io.end and io.buf[p] == 0:")
+            lines.append("        io.pos = p + 1")
+            lines.append("    else:")
+            lines.append(f"        read_tagged_fields(io, result, {_link(code, self.known_tags)})")
         fname = f"parse_struct_{code.allocateId()}"
-        code.append(f"def {fname}(io):\n    result = KStruct()\n" + "\n".join(lines) + "\n    return result\n")
+        code.append(
+            f"def {fname}(io):\n    result = KStruct()\n"
+            + "\n".join(lines)
+            + "\n    return result\n"
+        )
         return f"{fname}(io)"
 
     def _emitbuild(self, code):
         code.append(PRIMITIVES_IMPORT)
         code.append(CODEC_IMPORT)
         lines = ["    get = objdict.get"]
-        for name, codec, default in self.regular:
-            lines.append(f"    obj = get({name!r}, {_link(code, default)})")
-            lines.append(f"    {codec._compilebuild(code)}")
+        for kind, items in self._runs():
+            if kind == "single":
+                name, codec, default = items[0]
+                lines.append(f"    obj = get({name!r}, {_link(code, default)})")
+                lines.append(f"    {codec._compilebuild(code)}")
+                continue
+            fmt = struct.Struct(">" + "".join(c.fmt for _, c, _ in items))
+            values = ", ".join(f"get({name!r}, {_link(code, d)})" for name, _, d in items)
+            lines.append(f"    io.buf += {_link(code, fmt)}.pack({values})")
         if self.flexible:
             lines.append(f"    write_tagged_fields(io, objdict, {_link(code, self.tagged)})")
         fname = f"build_struct_{code.allocateId()}"
@@ -325,7 +375,9 @@ class NullableStructCodec(construct.Construct):
         code.append(PRIMITIVES_IMPORT)
         inner = self.inner._compileparse(code)
         fname = f"parse_nullable_struct_{code.allocateId()}"
-        code.append(f"def {fname}(io):\n    if read_int8(io) < 0:\n        return None\n    return {inner}\n")
+        code.append(
+            f"def {fname}(io):\n    if read_int8(io) < 0:\n        return None\n    return {inner}\n"
+        )
         return f"{fname}(io)"
 
     def _emitbuild(self, code):

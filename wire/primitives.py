@@ -60,6 +60,11 @@ read_uint32, write_uint32, _ = _fixed(">I", "uint32")
 read_float64, write_float64, _ = _fixed(">d", "float64")
 
 
+def raise_short(r: Reader, n: int):
+    """Raise the error of a read of n bytes past the end (for compiled code)."""
+    raise _short(r, n)
+
+
 def read_bool(r: Reader) -> bool:
     p = r.pos
     if p >= r.end:
@@ -435,12 +440,15 @@ class Primitive(construct.Construct):
     uses it to refuse counts that cannot fit in the input.
     """
 
-    def __init__(self, kind: str, reader, writer, min_size: int):
+    def __init__(self, kind: str, reader, writer, min_size: int, fmt: str | None = None):
         super().__init__()
         self.kind = kind
         self.read = reader
         self.write = writer
         self.min_size = min_size
+        # The struct-module format of a fixed-size type, which lets compiled
+        # code read a run of fixed-size fields with one bounds check.
+        self.fmt = fmt
 
     def _parse(self, stream, context, path):
         return self.read(stream)
@@ -461,18 +469,18 @@ class Primitive(construct.Construct):
         return f"<{self.kind}>"
 
 
-def _p(kind: str, reader, writer, min_size: int) -> Primitive:
-    return Primitive(kind, reader, writer, min_size)
+def _p(kind: str, reader, writer, min_size: int, fmt: str | None = None) -> Primitive:
+    return Primitive(kind, reader, writer, min_size, fmt)
 
 
-INT8 = _p("int8", read_int8, write_int8, 1)
-INT16 = _p("int16", read_int16, write_int16, 2)
-INT32 = _p("int32", read_int32, write_int32, 4)
-INT64 = _p("int64", read_int64, write_int64, 8)
-UINT16 = _p("uint16", read_uint16, write_uint16, 2)
-UINT32 = _p("uint32", read_uint32, write_uint32, 4)
-FLOAT64 = _p("float64", read_float64, write_float64, 8)
-BOOL = _p("bool", read_bool, write_bool, 1)
+INT8 = _p("int8", read_int8, write_int8, 1, "b")
+INT16 = _p("int16", read_int16, write_int16, 2, "h")
+INT32 = _p("int32", read_int32, write_int32, 4, "i")
+INT64 = _p("int64", read_int64, write_int64, 8, "q")
+UINT16 = _p("uint16", read_uint16, write_uint16, 2, "H")
+UINT32 = _p("uint32", read_uint32, write_uint32, 4, "I")
+FLOAT64 = _p("float64", read_float64, write_float64, 8, "d")
+BOOL = _p("bool", read_bool, write_bool, 1, "?")
 UUID = _p("uuid", read_uuid, write_uuid, 16)
 UVARINT = _p("uvarint", read_uvarint, write_uvarint, 1)
 VARINT = _p("varint", read_varint, write_varint, 1)
@@ -516,6 +524,6 @@ _EXPORTED = sorted(
     name
     for name, value in list(globals().items())
     if callable(value) and (name.startswith("read_") or name.startswith("write_"))
-)
+) + ["raise_short"]
 # The import line compiled codecs start with (construct's CodeGen de-duplicates it).
 PRIMITIVES_IMPORT = "from wire.primitives import " + ", ".join(_EXPORTED)
