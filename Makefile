@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_SECONDS ?= 60
 
-.PHONY: install run test unit fuzz lint bench readme clean
+.PHONY: install run test unit fuzz lint bench readme clean clients
 
 install: $(STAMP)
 
@@ -20,7 +20,13 @@ $(STAMP): pyproject.toml
 run: install
 	$(VENV)/bin/gregor serve
 
-test: install
+# Non-Python clients for tests: kcat (and java/mvn if missing) from Debian,
+# Apache Kafka's jars from Maven Central into .cache/maven/ (stamped: ~0.1 s when done).
+clients:
+	tools/install_debian.sh
+	$(PYTHON) tools/kafka_jars.py
+
+test: install clients
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 

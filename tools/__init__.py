@@ -1,0 +1,1 @@
+"""Installers and thin wrappers for the non-Python Kafka clients (`make clients`)."""
