@@ -1,0 +1,78 @@
+"""One partition's durable commit log, in Kafka's own on-disk layout.
+
+    log = Log.open("/data/my-topic-0", LogConfig(), recovery_point=..., ...)
+    info = log.append(records, leader_epoch=3)        # leader: assigns offsets
+    result = log.read(offset, max_bytes, max_offset=hw)
+    os.sendfile(sock, result.fd, result.position, result.size)
+    await trio.to_thread.run_sync(log.flush)           # fsync off the event loop
+
+Modules: `log` (the Log), `segment` (one .log file and its indexes), `index`
+(offset and time indexes), `epoch_cache` (leader epochs), `producer_state`
+(idempotent producers and their snapshots), `recovery` (opening a directory),
+`checkpoint` / `partition_metadata` / `logdir` (Kafka's small text files),
+`config`, `errors`, `results`.
+"""
+
+from logstore.checkpoint import (
+    EpochEntry,
+    read_leader_epoch_checkpoint,
+    read_offset_checkpoint,
+    write_leader_epoch_checkpoint,
+    write_offset_checkpoint,
+)
+from logstore.config import LogConfig
+from logstore.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
+from logstore.errors import (
+    CorruptFileError,
+    InconsistentTopicId,
+    InvalidProducerEpoch,
+    InvalidRecords,
+    LogClosedError,
+    LogError,
+    LogOfflineError,
+    LogStorageError,
+    OffsetOutOfRange,
+    OutOfOrderSequence,
+    RecordBatchTooLarge,
+    UnexpectedAppendOffset,
+)
+from logstore.log import Log
+from logstore.partition_metadata import (
+    read_partition_metadata,
+    topic_id_from_string,
+    topic_id_to_string,
+    write_partition_metadata,
+)
+from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
+
+__all__ = [
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "AppendInfo",
+    "CorruptFileError",
+    "EpochEntry",
+    "InconsistentTopicId",
+    "InvalidProducerEpoch",
+    "InvalidRecords",
+    "LeaderEpochCache",
+    "Log",
+    "LogClosedError",
+    "LogConfig",
+    "LogError",
+    "LogOfflineError",
+    "LogStorageError",
+    "OffsetOutOfRange",
+    "OutOfOrderSequence",
+    "ReadResult",
+    "RecordBatchTooLarge",
+    "TimestampAndOffset",
+    "UnexpectedAppendOffset",
+    "read_leader_epoch_checkpoint",
+    "read_offset_checkpoint",
+    "read_partition_metadata",
+    "topic_id_from_string",
+    "topic_id_to_string",
+    "write_leader_epoch_checkpoint",
+    "write_offset_checkpoint",
+    "write_partition_metadata",
+]

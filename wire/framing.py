@@ -109,8 +109,11 @@ class FrameSplitter:
         self._buf += data
         self._check_sizes()
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytearray | None:
         """The next complete frame's body, or None until one is fully buffered.
+
+        The frame is the caller's own mutable copy: a broker patches offsets
+        into the record batches of a Produce request in place.
 
         Raises the stream's InvalidFrameSize/FrameTooLarge once the frames
         before the bad size have been taken.
@@ -123,7 +126,7 @@ class FrameSplitter:
             end = start + size
             if end <= len(buf):
                 with memoryview(buf) as view:
-                    frame = bytes(view[start:end])
+                    frame = bytearray(view[start:end])
                 self._consume_to(end)
                 return frame
         elif self._error is not None and pos == len(buf):
