@@ -1,31 +1,81 @@
-"""The `gregor` command."""
+"""The `gregor` command.
+
+    gregor serve [server.properties] [--override key=value ...]
+    gregor api-versions
+
+`serve` without arguments runs the embedded default: node 1 on
+localhost:9092, data under ./data. A bad configuration exits with code 2 and
+a message naming the key; SIGTERM or SIGINT stops the broker gracefully and
+exits 0.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
+
+import trio
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gregor", description="A Kafka-protocol broker.")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run a broker")
-    serve.add_argument("config", nargs="?", help="server.properties")
-    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
-    sub.add_parser("api-versions", help="print the API versions wire declares")
+    serve.add_argument("config", nargs="?", help="a server.properties file")
+    serve.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="set a property"
+    )
+    serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sub.add_parser("api-versions", help="print the APIs and versions the broker serves")
     args = parser.parse_args(argv)
 
     if args.command == "api-versions":
-        from wire.tables import api_versions_markdown
+        from broker.tables import served_versions_markdown
 
-        print(api_versions_markdown())
+        print(served_versions_markdown())
         return 0
-    print(
-        "gregor serve: the broker is not built yet (wire protocol layer only); "
-        "see README.md, 'Not supported yet'",
-        file=sys.stderr,
+    return serve_command(args.config, args.override, args.log_level)
+
+
+def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO") -> int:
+    from broker.config import BrokerConfig, ConfigError
+
+    logging.basicConfig(
+        level=getattr(logging, log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
-    return 1
+    try:
+        config = BrokerConfig.load(path, overrides)
+    except ConfigError as e:
+        print(f"gregor: configuration error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"gregor: cannot read {path}: {e}", file=sys.stderr)
+        return 2
+    failure: list[BaseException] = []
+    try:
+        trio.run(_serve, config)
+    except* OSError as group:
+        failure.extend(group.exceptions)
+    if failure:
+        print(f"gregor: {failure[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(config) -> None:
+    from broker.server import Broker
+
+    broker = Broker(config)
+    async with trio.open_nursery() as nursery:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            await nursery.start(broker.serve)
+            async for _ in signals:
+                await broker.stop()
+                break
 
 
 if __name__ == "__main__":

@@ -1,0 +1,251 @@
+"""One client connection: a reader that handles requests, a writer that sends answers.
+
+Requests are handled one at a time in arrival order, as Kafka does (it mutes
+a channel until its response is sent), so responses leave in request order
+even when a client pipelines several requests. The writer runs beside the
+reader so that sending a large Fetch answer overlaps with reading and
+handling the next request.
+
+What closes a connection (Kafka does the same): a frame larger than
+`socket.request.max.bytes`, a negative size, bytes that do not decode as a
+request, an unsupported version of any API but ApiVersions, and
+`connections.max.idle.ms` without a request. A handler that raises gets
+UNKNOWN_SERVER_ERROR for that request only. Nothing a client sends stops the
+broker or another connection.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.registry import HANDLERS, generic_error_response
+from wire.api_keys import ApiKey
+from wire.buffers import Reader, Writer
+from wire.error_codes import ErrorCode
+from wire.errors import DecodeError, EncodeError, UnsupportedVersionError
+from wire.framing import FrameSplitter, InvalidFrameSize, frame_size_prefix
+from wire.protocol import (
+    RequestHeader,
+    decode_request_header,
+    encode_response_into,
+    request_codec,
+)
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger("gregor.connection")
+
+# Responses waiting for the writer; the reader blocks beyond this.
+_MAX_QUEUED_RESPONSES = 8
+_RECEIVE_SIZE = 256 * 1024
+
+
+class CloseConnection(Exception):
+    """Raised by request handling when Kafka would close the connection."""
+
+
+@dataclass
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    broker: Broker
+    header: RequestHeader
+    listener: str
+    peer: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+
+class Connection:
+    def __init__(self, broker: Broker, stream: trio.SocketStream, listener: str):
+        self.broker = broker
+        self.stream = stream
+        self.listener = listener
+        try:
+            host, port = stream.socket.getpeername()[:2]
+            self.peer = f"{host}:{port}"
+        except OSError:
+            self.peer = "?"
+        self._stop_requested = False
+        self._receive_scope: trio.CancelScope | None = None
+
+    def stop_when_idle(self) -> None:
+        """Close after the request in hand (if any) is answered."""
+        self._stop_requested = True
+        if self._receive_scope is not None:
+            self._receive_scope.cancel()
+
+    async def run(self) -> None:
+        send, receive = trio.open_memory_channel(_MAX_QUEUED_RESPONSES)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_responses, receive)
+                async with send:
+                    await self._read_requests(send)
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+            log.debug("connection %s ended: %s", self.peer, group.exceptions[0])
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.stream.aclose()
+
+    # --- reading ----------------------------------------------------------
+
+    async def _read_requests(self, send) -> None:
+        config = self.broker.config
+        splitter = FrameSplitter(config.socket_request_max_bytes)
+        idle_seconds = config.connections_max_idle_ms / 1000
+        while not self._stop_requested:
+            with trio.move_on_after(idle_seconds) as idle:
+                self._receive_scope = idle
+                data = await self.stream.receive_some(_RECEIVE_SIZE)
+            self._receive_scope = None
+            if idle.cancelled_caught:
+                if not self._stop_requested:
+                    log.info("closing idle connection %s", self.peer)
+                return
+            if not data:
+                return
+            try:
+                splitter.feed(data)
+            except InvalidFrameSize as e:
+                log.warning("closing connection %s: %s", self.peer, e)
+                return
+            while True:
+                try:
+                    frame = splitter.next_frame()
+                except InvalidFrameSize as e:
+                    log.warning("closing connection %s: %s", self.peer, e)
+                    return
+                if frame is None:
+                    break
+                try:
+                    response = await self.handle_frame(frame)
+                except CloseConnection as e:
+                    log.warning("closing connection %s: %s", self.peer, e)
+                    return
+                if response is not None:
+                    await send.send(response)
+
+    async def handle_frame(self, frame: bytes) -> list | None:
+        """Handle one request; the encoded response as parts, or None (acks=0)."""
+        r = Reader(frame)
+        try:
+            header = decode_request_header(r)
+        except UnsupportedVersionError as e:
+            return self._unsupported_version(e.api_key, e.version, e.correlation_id)
+        except DecodeError as e:
+            raise CloseConnection(f"malformed request header: {e}") from None
+        handler = HANDLERS.get(header.api_key)
+        if handler is None or header.api_version not in handler.versions:
+            return self._unsupported_version(
+                header.api_key, header.api_version, header.correlation_id
+            )
+        try:
+            body = request_codec(header.api_key, header.api_version).decode(r)
+        except DecodeError as e:
+            raise CloseConnection(
+                f"malformed {ApiKey(header.api_key).display_name} v{header.api_version} "
+                f"request: {e}"
+            ) from None
+        ctx = RequestContext(self.broker, header, self.listener, self.peer)
+        try:
+            response = await handler.func(ctx, body)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.error(
+                "%s v%d from %s failed:\n%s",
+                ApiKey(header.api_key).display_name,
+                header.api_version,
+                self.peer,
+                traceback.format_exc(),
+            )
+            response = self._error_response(handler, header, body)
+        if response is None:
+            return None
+        return self._encode(header.api_key, header.api_version, header.correlation_id, response)
+
+    def _error_response(self, handler, header: RequestHeader, body) -> Any:
+        code = ErrorCode.UNKNOWN_SERVER_ERROR
+        if handler.error_response is not None:
+            response = handler.error_response(body, code, None)
+        else:
+            response = generic_error_response(header.api_key, header.api_version, code)
+        if response is None:
+            raise CloseConnection("handler failed and the response has no error code")
+        return response
+
+    def _unsupported_version(self, api_key: int, version: int, correlation_id: int | None):
+        if api_key != ApiKey.API_VERSIONS:
+            raise CloseConnection(f"api key {api_key} version {version} is not supported")
+        # Answer in v0, which every client can read: the error and the
+        # versions of ApiVersions itself, so the client retries with one of them.
+        served = HANDLERS[ApiKey.API_VERSIONS].versions
+        body = {
+            "error_code": ErrorCode.UNSUPPORTED_VERSION,
+            "api_keys": [
+                {"api_key": ApiKey.API_VERSIONS, "min_version": served.lo, "max_version": served.hi}
+            ],
+        }
+        return self._encode(ApiKey.API_VERSIONS, 0, correlation_id or 0, body)
+
+    @staticmethod
+    def _encode(api_key: int, version: int, correlation_id: int, body) -> list:
+        w = Writer()
+        try:
+            encode_response_into(w, api_key, version, correlation_id, body)
+        except EncodeError as e:
+            raise CloseConnection(f"could not encode the response: {e}") from e
+        return [frame_size_prefix(len(w)), *w.parts()]
+
+    # --- writing ----------------------------------------------------------
+
+    async def _write_responses(self, receive) -> None:
+        async with receive:
+            async for parts in receive:
+                pending = bytearray()
+                for part in parts:
+                    if isinstance(part, bytes | bytearray | memoryview):
+                        pending += part
+                        continue
+                    if pending:
+                        await self.stream.send_all(pending)
+                        pending = bytearray()
+                    await self._send_file_range(part)
+                if pending:
+                    await self.stream.send_all(pending)
+
+    async def _send_file_range(self, part) -> None:
+        """Send a file range with os.sendfile: no copy through Python."""
+        sock = self.stream.socket
+        fd, offset, remaining = part.fd, part.position, len(part)
+        try:
+            while remaining > 0:
+                try:
+                    sent = os.sendfile(sock.fileno(), fd, offset, remaining)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(sock)
+                    continue
+                except OSError as e:
+                    if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                        await trio.lowlevel.wait_writable(sock)
+                        continue
+                    raise
+                if sent == 0:
+                    # The file shrank under us: the frame cannot be completed.
+                    raise trio.BrokenResourceError("file range ended early")
+                offset += sent
+                remaining -= sent
+        except (ValueError, OSError) as e:
+            # The segment was closed or removed under us: the frame cannot be completed.
+            raise trio.BrokenResourceError(f"sending a file range failed: {e}") from e

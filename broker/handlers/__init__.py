@@ -1,0 +1,10 @@
+"""Request handlers, one module per API family; importing this registers them all."""
+
+from broker.handlers import (  # noqa: F401
+    api_versions,
+    fetch,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+)

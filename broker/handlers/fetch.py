@@ -1,0 +1,170 @@
+"""Fetch (key 1), versions 4-17: read whole batches from partition leaders.
+
+Long poll: when fewer than min_bytes are ready the request waits, up to
+max_wait_ms, for an append (or a high watermark move) on any partition it
+reads, then reads again. Limits: max_bytes for the whole response and
+partition_max_bytes per partition, but the first partition with data always
+returns at least one whole batch (KIP-74) so a large record never blocks a
+consumer. Topic ids replace names from v13. Fetch sessions are not kept:
+every answer carries session id 0, which clients treat as a full fetch.
+
+Records leave as file ranges that the connection sends with os.sendfile.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from broker.handlers.common import leader_partition
+from broker.registry import handles
+from logstore import LogError, OffsetOutOfRange
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+from wire.schema import ZERO_UUID
+
+READ_COMMITTED = 1
+
+
+def _partition_error(index: int, code, partition=None) -> dict:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": partition.high_watermark if partition else -1,
+        "last_stable_offset": partition.last_stable_offset if partition else -1,
+        "log_start_offset": partition.log_start_offset if partition else -1,
+        "aborted_transactions": None,
+        "records": None,
+    }
+
+
+def error_response(request, code, message=None):
+    return {
+        "error_code": code,
+        "session_id": 0,
+        "responses": [],
+    }
+
+
+class _Target:
+    """One partition of the request, resolved."""
+
+    __slots__ = ("topic_key", "request", "partition", "error")
+
+    def __init__(self, topic_key, request, partition, error):
+        self.topic_key = topic_key
+        self.request = request
+        self.partition = partition
+        self.error = error
+
+
+def _resolve(ctx, request) -> list[_Target]:
+    cluster = ctx.broker.cluster
+    by_id = ctx.api_version >= 13
+    targets = []
+    for t in request.topics:
+        if by_id:
+            topic = cluster.topic_by_id(t.topic_id)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+            key = t.topic_id
+        else:
+            topic = cluster.topic(t.topic)
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            key = t.topic
+        for p in t.partitions:
+            if topic is None:
+                partition, error = None, missing
+            else:
+                partition, error = leader_partition(ctx, topic, p.partition, p.current_leader_epoch)
+            targets.append(_Target(key, p, partition, error))
+    return targets
+
+
+def _read_all(targets, request, read_committed: bool):
+    """Read every partition once; (per-target results, bytes read)."""
+    remaining = request.max_bytes
+    total = 0
+    results = []
+    for target in targets:
+        p = target.request
+        partition = target.partition
+        if target.error != ErrorCode.NONE:
+            results.append(_partition_error(p.partition, target.error, partition))
+            continue
+        try:
+            data = partition.read(
+                p.fetch_offset,
+                max(0, min(p.partition_max_bytes, remaining)),
+                read_committed,
+                min_one=total == 0,
+            )
+        except OffsetOutOfRange:
+            results.append(_partition_error(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
+            continue
+        except LogError as e:
+            results.append(_partition_error(p.partition, ErrorCode(e.error_code), partition))
+            continue
+        size = len(data)
+        total += size
+        remaining -= size
+        results.append(
+            {
+                "partition_index": p.partition,
+                "error_code": ErrorCode.NONE,
+                "high_watermark": partition.high_watermark,
+                "last_stable_offset": partition.last_stable_offset,
+                "log_start_offset": partition.log_start_offset,
+                "aborted_transactions": [] if read_committed else None,
+                "records": data if size else b"",
+            }
+        )
+    return results, total
+
+
+@handles(ApiKey.FETCH, "4-17", error_response)
+async def fetch(ctx, request):
+    targets = _resolve(ctx, request)
+    read_committed = request.isolation_level == READ_COMMITTED
+    results, total = _read_all(targets, request, read_committed)
+    has_error = any(t.error != ErrorCode.NONE for t in targets)
+    if request.max_wait_ms > 0 and total < request.min_bytes and not has_error:
+        waitable = [t.partition for t in targets if t.partition is not None]
+        if waitable:
+            with trio.move_on_after(request.max_wait_ms / 1000):
+                while total < request.min_bytes:
+                    await _any_change(waitable)
+                    results, total = _read_all(targets, request, read_committed)
+    return _response(ctx, targets, results)
+
+
+async def _any_change(partitions) -> None:
+    """Return when any of the partitions changes."""
+    async with trio.open_nursery() as nursery:
+
+        async def watch(p):
+            await p.wait_for_change()
+            nursery.cancel_scope.cancel()
+
+        for p in partitions:
+            nursery.start_soon(watch, p)
+
+
+def _response(ctx, targets, results) -> dict:
+    by_id = ctx.api_version >= 13
+    topics = []
+    current_key = object()
+    for target, result in zip(targets, results, strict=True):
+        if target.topic_key != current_key:
+            current_key = target.topic_key
+            entry = {"partitions": []}
+            if by_id:
+                entry["topic_id"] = target.topic_key or ZERO_UUID
+            else:
+                entry["topic"] = target.topic_key
+            topics.append(entry)
+        topics[-1]["partitions"].append(result)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": 0,
+        "responses": topics,
+    }

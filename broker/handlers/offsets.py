@@ -1,0 +1,158 @@
+"""Offsets of partitions: ListOffsets (key 2) 1-10, DeleteRecords (21) 0-2,
+OffsetForLeaderEpoch (23) 2-4.
+
+ListOffsets timestamps: -2 earliest (log start), -1 latest (high watermark, or
+last stable offset for read_committed), -3 the record with the largest
+timestamp (v7+), -4 earliest local (v8+, the log start here: no tiered
+storage), -5 earliest pending upload (v9+, none: -1); otherwise the first
+offset whose timestamp is at or after the one given, or -1 when none is.
+"""
+
+from __future__ import annotations
+
+from broker.handlers.common import leader_partition
+from broker.registry import handles
+from logstore import LogError, OffsetOutOfRange
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
+
+
+def _list_offsets_error(request, code, message=None):
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+    }
+
+
+@handles(ApiKey.LIST_OFFSETS, "1-10", _list_offsets_error)
+async def list_offsets(ctx, request):
+    cluster = ctx.broker.cluster
+    read_committed = request.isolation_level == 1
+    topics = []
+    for t in request.topics:
+        topic = cluster.topic(t.name)
+        results = []
+        for p in t.partitions:
+            partition, error = leader_partition(
+                ctx, topic, p.partition_index, p.current_leader_epoch
+            )
+            entry = {"partition_index": p.partition_index, "error_code": error}
+            if error == ErrorCode.NONE:
+                try:
+                    entry.update(_lookup(partition, p.timestamp, read_committed))
+                except LogError as e:
+                    entry["error_code"] = ErrorCode(e.error_code)
+            results.append(entry)
+        topics.append({"name": t.name, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _lookup(partition, timestamp: int, read_committed: bool) -> dict:
+    epoch = partition.leader_epoch
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return {"timestamp": -1, "offset": partition.log_start_offset, "leader_epoch": epoch}
+    if timestamp == LATEST:
+        return {
+            "timestamp": -1,
+            "offset": partition.fetch_limit(read_committed),
+            "leader_epoch": epoch,
+        }
+    if timestamp == EARLIEST_PENDING_UPLOAD:
+        return {"timestamp": -1, "offset": -1, "leader_epoch": -1}
+    if timestamp == MAX_TIMESTAMP:
+        found = partition.log.max_timestamp_offset()
+    elif timestamp < 0:
+        return {"error_code": ErrorCode.INVALID_REQUEST}
+    else:
+        found = partition.log.offset_for_timestamp(timestamp)
+    limit = partition.fetch_limit(read_committed)
+    if found is None or found.offset >= limit:
+        return {"timestamp": -1, "offset": -1, "leader_epoch": -1}
+    return {
+        "timestamp": found.timestamp,
+        "offset": found.offset,
+        "leader_epoch": found.leader_epoch if found.leader_epoch is not None else -1,
+    }
+
+
+def _delete_records_error(request, code, message=None):
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "low_watermark": -1, "error_code": code}
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+    }
+
+
+@handles(ApiKey.DELETE_RECORDS, "0-2", _delete_records_error)
+async def delete_records(ctx, request):
+    cluster = ctx.broker.cluster
+    topics = []
+    for t in request.topics:
+        topic = cluster.topic(t.name)
+        results = []
+        for p in t.partitions:
+            partition, error = leader_partition(ctx, topic, p.partition_index)
+            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": error}
+            if error == ErrorCode.NONE:
+                # -1 means "up to the high watermark".
+                offset = partition.high_watermark if p.offset == -1 else p.offset
+                try:
+                    entry["low_watermark"] = partition.delete_records_before(offset)
+                except OffsetOutOfRange:
+                    entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
+                except LogError as e:
+                    entry["error_code"] = ErrorCode(e.error_code)
+            results.append(entry)
+        topics.append({"name": t.name, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _epoch_error(request, code, message=None):
+    return {
+        "topics": [
+            {
+                "topic": t.topic,
+                "partitions": [
+                    {"partition": p.partition, "error_code": code} for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+    }
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4", _epoch_error)
+async def offset_for_leader_epoch(ctx, request):
+    cluster = ctx.broker.cluster
+    topics = []
+    for t in request.topics:
+        topic = cluster.topic(t.topic)
+        results = []
+        for p in t.partitions:
+            partition, error = leader_partition(ctx, topic, p.partition, p.current_leader_epoch)
+            entry = {"partition": p.partition, "error_code": error}
+            if error == ErrorCode.NONE:
+                try:
+                    epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+                    entry.update(leader_epoch=epoch, end_offset=end_offset)
+                except LogError as e:
+                    entry["error_code"] = ErrorCode(e.error_code)
+            results.append(entry)
+        topics.append({"topic": t.topic, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
