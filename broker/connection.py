@@ -151,7 +151,18 @@ class Connection:
                 header.api_key, header.api_version, header.correlation_id
             )
         try:
-            body = request_codec(header.api_key, header.api_version).decode(r)
+            # Like Kafka, bytes after the body are ignored: librdkafka sends
+            # some (Metadata v12 carries three) and Kafka accepts them.
+            body = request_codec(header.api_key, header.api_version).read(r)
+            if r.pos != r.end:
+                log.debug(
+                    "%s v%d from %s: ignoring %d bytes after the body: %s",
+                    ApiKey(header.api_key).display_name,
+                    header.api_version,
+                    self.peer,
+                    r.end - r.pos,
+                    bytes(frame[r.pos : r.pos + 64]).hex(),
+                )
         except DecodeError as e:
             raise CloseConnection(
                 f"malformed {ApiKey(header.api_key).display_name} v{header.api_version} "

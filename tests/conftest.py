@@ -1,0 +1,38 @@
+"""Fixtures shared by the broker tests: a real Gregor process on port 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gregor_process import GregorProcess
+
+
+@pytest.fixture
+def gregor(tmp_path):
+    """A fresh single-node Gregor for one test (SIGTERM at the end)."""
+    broker = GregorProcess(tmp_path / "data").start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def gregor_factory(tmp_path):
+    """Start brokers with custom overrides: gregor_factory(**{"key": value})."""
+    started = []
+
+    def start(overrides=None, data_dir=None, **kwargs):
+        broker = GregorProcess(data_dir or tmp_path / f"data{len(started)}", overrides, **kwargs)
+        started.append(broker)
+        return broker.start()
+
+    yield start
+    for broker in started:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_gregor(tmp_path_factory):
+    """One Gregor for a whole test module; tests use their own topic names."""
+    broker = GregorProcess(tmp_path_factory.mktemp("gregor") / "data").start()
+    yield broker
+    broker.stop()
