@@ -49,6 +49,7 @@ bench: install
 # Regenerates the generated sections of README.md from the code.
 readme: install
 	$(PY) -m wire.tables --update-readme README.md
+	$(PY) -m broker.tables --update-readme README.md
 
 clean:
 	rm -rf $(VENV) fuzz-artifacts .pytest_cache .hypothesis

@@ -143,12 +143,19 @@ def consume(bootstrap: str, topic: str, records: int) -> float:
     return elapsed
 
 
-def latency(bootstrap: str, topic: str, seconds: float, rate_bytes: int) -> tuple[float, float, int]:
+def latency(
+    bootstrap: str, topic: str, seconds: float, rate_bytes: int
+) -> tuple[float, float, int]:
     """Produce at a steady rate with send times in the payload; consumer measures."""
     per_second = rate_bytes // RECORD_SIZE
     producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "lat", "fetch.wait.max.ms": 100, "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "lat",
+            "fetch.wait.max.ms": 100,
+            "enable.auto.commit": False,
+        }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     consumer.consume(1, timeout=1)
@@ -165,7 +172,9 @@ def latency(bootstrap: str, topic: str, seconds: float, rate_bytes: int) -> tupl
                 if m.error() is None:
                     samples.append(time.perf_counter() - struct.unpack(">d", m.value()[:8])[0])
             continue
-        producer.produce(topic, struct.pack(">d", time.perf_counter()) + filler, partition=sent % PARTITIONS)
+        producer.produce(
+            topic, struct.pack(">d", time.perf_counter()) + filler, partition=sent % PARTITIONS
+        )
         producer.poll(0)
         sent += 1
     producer.flush(30)
@@ -219,7 +228,9 @@ def main() -> None:
                 topic = f"bench-latency-{uuid.uuid4().hex[:8]}"
                 create_topic(bootstrap, topic)
                 p50, p99, n = latency(bootstrap, topic, args.latency_seconds, 5_000_000)
-                print(f"end-to-end latency at 5 MB/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({n:,} records)")
+                print(
+                    f"end-to-end latency at 5 MB/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({n:,} records)"
+                )
                 if proc:
                     print(f"broker RSS under load: {rss_mb(proc.pid):.1f} MB")
         finally:

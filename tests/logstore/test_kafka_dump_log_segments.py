@@ -17,9 +17,7 @@ from .helpers import T0, FakeClock, batch, open_log
 
 def dump(*paths: str, extra=()) -> str:
     kafka_cli.check_installed()
-    out = kafka_cli.run_tool(
-        "kafka-dump-log", *extra, "--files", ",".join(paths), timeout=120
-    )
+    out = kafka_cli.run_tool("kafka-dump-log", *extra, "--files", ",".join(paths), timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -127,7 +127,10 @@ def test_records_decode_as_views_without_copying():
     codec = message_codec(APIS_BY_KEY[0].request, 9)
     payload = b"x" * 100
     data = codec.encode(
-        {"acks": 1, "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": payload}]}]}
+        {
+            "acks": 1,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": payload}]}],
+        }
     )
     records = codec.decode(data).topic_data[0].partition_data[0].records
     assert isinstance(records, memoryview) and records == payload

@@ -53,7 +53,9 @@ def test_random_bytes_decode_or_raise_decode_error_in_both_forms(case, data):
 )
 def test_mutated_valid_messages_decode_or_raise_decode_error(case, rnd, mutations, cut):
     message, version = case
-    data = bytearray(message_codec(message, version).encode(sample(message_codec(message, version).root, rnd)))
+    data = bytearray(
+        message_codec(message, version).encode(sample(message_codec(message, version).root, rnd))
+    )
     for pos, value in mutations:
         if data:
             data[pos % len(data)] = value
@@ -77,17 +79,19 @@ def test_random_request_frames_decode_or_raise_wire_errors(data):
         # Metadata response v0: brokers array claims 2^31-1 elements.
         (3, 0, bytes.fromhex("7fffffff") + b"\x00" * 16),
         # Metadata response v12: compact array count near 2^32.
-        (3, 12, bytes.fromhex("00000000" "feffffff0f") + b"\x00" * 16),
+        (3, 12, bytes.fromhex("00000000feffffff0f") + b"\x00" * 16),
         # Produce request v3: transactional id claims 32767 bytes.
         (0, 3, bytes.fromhex("7fff") + b"a" * 10),
         # Produce request v9: records length 2^31 - 1 (compact).
-        (0, 9, bytes.fromhex("00" "0001" "00000001" "02" "0174" "02" "00000000" "ffffffff07")),
+        (0, 9, bytes.fromhex("000001000000010201740200000000ffffffff07")),
         # Fetch request v4: partitions array 2^31-1 deep inside.
-        (1, 4, bytes.fromhex("ffffffff" "00000000" "00000000" "00000000" "00" "00000001" "0001" "74" "7fffffff")),
+        (1, 4, bytes.fromhex("ffffffff00000000000000000000000000000000010001747fffffff")),
     ],
 )
 def test_lengths_beyond_the_input_fail_before_allocating(api_key, version, data):
-    codec = message_codec(APIS_BY_KEY[api_key].response if api_key == 3 else APIS_BY_KEY[api_key].request, version)
+    codec = message_codec(
+        APIS_BY_KEY[api_key].response if api_key == 3 else APIS_BY_KEY[api_key].request, version
+    )
     tracemalloc.start()
     try:
         with pytest.raises(DecodeError):
@@ -107,7 +111,7 @@ def test_an_overlong_varint_is_refused():
 def test_invalid_utf8_in_a_string_is_a_decode_error():
     codec = message_codec(APIS_BY_KEY[3].request, 1)
     with pytest.raises(DecodeError, match="UTF-8"):
-        codec.decode(bytes.fromhex("00000001" "0002" "c328"))
+        codec.decode(bytes.fromhex("000000010002c328"))
 
 
 def test_many_random_truncations_of_a_large_message_agree():

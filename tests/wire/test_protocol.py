@@ -49,7 +49,7 @@ def test_api_versions_response_header_is_v0_even_when_flexible():
 
 def test_flexible_responses_use_header_v1_with_tagged_fields():
     frame = encode_response(ApiKey.METADATA, 9, 5, {})
-    assert frame[:5] == bytes.fromhex("00000005" "00")  # correlation id, empty tagged section
+    assert frame[:5] == bytes.fromhex("0000000500")  # correlation id, empty tagged section
 
 
 def test_metadata_v0_request_golden_bytes():
@@ -79,7 +79,7 @@ def test_unsupported_version_is_reported_with_the_correlation_id(version):
 
 
 def test_unknown_api_key_is_an_unsupported_version_error():
-    frame = bytes.fromhex("7fff0000" "00000003" "0000")
+    frame = bytes.fromhex("7fff0000000000030000")
     with pytest.raises(UnsupportedVersionError):
         decode_request(frame)
 

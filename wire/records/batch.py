@@ -135,8 +135,7 @@ def read_batch_header(buf, pos: int = 0) -> BatchHeader:
     """
     if pos < 0 or len(buf) - pos < BATCH_HEADER_SIZE:
         raise DecodeError(
-            f"record batch header needs {BATCH_HEADER_SIZE} bytes, "
-            f"{max(0, len(buf) - pos)} remain"
+            f"record batch header needs {BATCH_HEADER_SIZE} bytes, {max(0, len(buf) - pos)} remain"
         )
     header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
     if header.magic != MAGIC_V2:
