@@ -148,7 +148,7 @@ def latency(
 ) -> tuple[float, float, int]:
     """Produce at a steady rate with send times in the payload; consumer measures."""
     per_second = rate_bytes // RECORD_SIZE
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,

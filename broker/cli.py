@@ -56,17 +56,24 @@ def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO
         print(f"gregor: cannot read {path}: {e}", file=sys.stderr)
         return 2
     failure: list[BaseException] = []
+    interrupted = []
+    stopped: list[bool] = []
     try:
-        trio.run(_serve, config)
+        trio.run(_serve, config, stopped)
     except* OSError as group:
         failure.extend(group.exceptions)
+    except* KeyboardInterrupt:
+        # A second signal while stopping: trio re-raises it on the way out.
+        interrupted.append(True)
+    if interrupted and not stopped:
+        return 130
     if failure:
         print(f"gregor: {failure[0]}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _serve(config) -> None:
+async def _serve(config, stopped: list) -> None:
     from broker.server import Broker
 
     broker = Broker(config)
@@ -75,6 +82,7 @@ async def _serve(config) -> None:
             await nursery.start(broker.serve)
             async for _ in signals:
                 await broker.stop()
+                stopped.append(True)
                 break
 
 
