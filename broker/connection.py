@@ -117,9 +117,11 @@ class Connection:
                 return
             try:
                 splitter.feed(data)
-            except InvalidFrameSize as e:
-                log.warning("closing connection %s: %s", self.peer, e)
-                return
+            except InvalidFrameSize:
+                # Requests wholly before the bad size are still answered, as
+                # Kafka does (it reads the next size only after answering);
+                # next_frame raises the error once they are taken.
+                pass
             while True:
                 try:
                     frame = splitter.next_frame()

@@ -33,7 +33,9 @@ def _partition_error(index: int, code, partition=None) -> dict:
         "last_stable_offset": partition.last_stable_offset if partition else -1,
         "log_start_offset": partition.log_start_offset if partition else -1,
         "aborted_transactions": None,
-        "records": None,
+        # Empty, never null: Kafka sends MemoryRecords.EMPTY with an error and
+        # librdkafka rejects a null record set ("invalid MessageSetSize -1").
+        "records": b"",
     }
 
 
