@@ -1,10 +1,12 @@
 """What Kafka checks in a Produce request's records before appending them.
 
-Header-level only: the CRC covers every byte of a batch, compressed or not,
-so a corrupt batch is caught without decompressing; the batch header carries
-everything else checked here. Records are decoded only where a check needs
-them (keys on compacted topics). Kafka additionally decompresses compressed
-batches to validate each record; Gregor does not (see README, not supported).
+The CRC covers every byte of a batch, compressed or not, so corruption is
+caught before anything is decompressed; the header carries the base offset,
+counts, attributes and timestamps checked here. The records themselves are
+walked, not decoded: the section must hold exactly `records_count` records
+with offset deltas 0, 1, 2, ... (`check_record_offsets`), or offsets would
+collide with the next batch's. Keys are decoded only for compacted topics.
+Per-record timestamps are not checked, only the batch's first and largest.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
-from wire.records import iter_batches, iter_records
+from wire.records import check_record_offsets, iter_batches, iter_records
 from wire.records.batch import BatchHeader, set_log_append_time
 
 
@@ -59,6 +61,13 @@ def validate_records(records, limits: TopicLimits, now_ms: int | None = None) ->
         batches = list(iter_batches(records, check_crc=True))
     except DecodeError as e:
         raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"Record is corrupt: {e}") from None
+    if len(batches) != 1:
+        # Produce v3+ carries exactly one batch per partition (Kafka's rule).
+        raise RecordsError(
+            ErrorCode.INVALID_RECORD,
+            f"Produce requests with version 3 or above must have exactly one record batch "
+            f"per partition, found {len(batches)}",
+        )
     for index, (pos, h) in enumerate(batches):
         if h.size > limits.max_message_bytes:
             raise RecordsError(
@@ -70,6 +79,11 @@ def validate_records(records, limits: TopicLimits, now_ms: int | None = None) ->
         if problem is not None:
             code, message = problem
             raise RecordsError(code, message, ((index, message),))
+        try:
+            check_record_offsets(records, pos)
+        except DecodeError as e:
+            message = f"Inner records of the batch are invalid: {e}"
+            raise RecordsError(ErrorCode.INVALID_RECORD, message, ((index, message),)) from None
         if limits.compacted:
             _check_keys(records, pos, index)
         if limits.log_append_time:
@@ -88,6 +102,12 @@ def _batch_problem(h: BatchHeader, limits: TopicLimits, now: int):
         return ErrorCode.INVALID_RECORD, (
             f"Inner record count {h.records_count} does not match the last offset delta "
             f"{h.last_offset_delta} of the batch"
+        )
+    if h.records_count == 0:
+        return ErrorCode.INVALID_RECORD, "A record batch must contain at least one record"
+    if h.producer_id >= 0 and h.base_sequence < 0:
+        return ErrorCode.INVALID_RECORD, (
+            f"Idempotent batch from producer {h.producer_id} has no base sequence"
         )
     if h.is_control:
         return ErrorCode.INVALID_RECORD, "Control records are not allowed from clients"

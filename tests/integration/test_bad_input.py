@@ -650,12 +650,6 @@ def _idempotent_without_sequence(buf: bytearray) -> bytearray:
             _empty_batch,
             ErrorCode.INVALID_RECORD,
             id="no records",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BROKER DIVERGENCE: Kafka answers INVALID_RECORD ('Batch has an invalid "
-                "offset range'); Gregor's validation passes it and the log refuses it with "
-                "CORRUPT_MESSAGE (nothing is appended either way)",
-            ),
         ),
         pytest.param(
             _log_append_time_without_timestamp,
@@ -669,11 +663,6 @@ def _idempotent_without_sequence(buf: bytearray) -> bytearray:
             _idempotent_without_sequence,
             ErrorCode.INVALID_RECORD,
             id="producer id without sequence",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BROKER DIVERGENCE: Kafka refuses a batch with a producer id and base "
-                "sequence -1 (INVALID_RECORD 'Invalid sequence number'); Gregor appends it",
-            ),
         ),
     ],
 )
@@ -697,14 +686,6 @@ def test_missing_or_unparseable_records(broker, records):
         assert latest_offset(client, topic) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER BUG: Kafka checks that a batch holds exactly records_count records "
-    "('Incorrect declared batch size', INVALID_RECORD); Gregor validates uncompressed "
-    "batches by header only and stores such a batch. With fewer records declared than "
-    "present, the next batch reuses the extra record's offset: consumers see one offset "
-    "twice",
-)
 @pytest.mark.parametrize("declared,present", [(3, 2), (1, 2)])
 def test_records_count_not_matching_the_records_is_invalid_record(broker, declared, present):
     with RawClient(broker.port) as client:
@@ -716,11 +697,6 @@ def test_records_count_not_matching_the_records_is_invalid_record(broker, declar
         assert r.error_code == ErrorCode.INVALID_RECORD, r
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER DIVERGENCE: Produce v3+ must carry exactly one batch per partition "
-    "(Kafka: INVALID_RECORD); Gregor appends several",
-)
 def test_two_batches_in_one_partition_is_invalid_record(broker):
     with RawClient(broker.port) as client:
         topic = new_topic(client, "two-batches")

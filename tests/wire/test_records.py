@@ -11,6 +11,8 @@ import os
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import (
     ControlRecord,
     DefaultRecordBatch,
@@ -38,6 +40,7 @@ from wire.records import (
     batch_payload,
     build_batch,
     build_control_batch,
+    check_record_offsets,
     compute_crc,
     decompress,
     encode_batch,
@@ -662,3 +665,49 @@ def test_payload_is_the_bytes_after_the_header():
     buf = build_batch(sample_inputs(), compression=GZIP)
     assert bytes(batch_payload(buf)) == buf[BATCH_HEADER_SIZE:]
     assert CRC_COVERED_FROM == ATTRIBUTES_POS == 21
+
+
+# -- check_record_offsets: the broker's inner-record check on produce ----------
+
+
+def _patched(buf: bytes, fmt: str, pos: int, value: int) -> bytearray:
+    from wire.records import write_crc
+
+    out = bytearray(buf)
+    struct.pack_into(fmt, out, pos, value)
+    write_crc(out)
+    return out
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 200, 9000])
+def test_check_record_offsets_accepts_what_producers_build(codec, size):
+    records = [RecordInput(b"k%d" % i, bytes(size), (("h", b"v"),)) for i in range(7)]
+    assert check_record_offsets(build_batch(records, compression=codec)) == 7
+
+
+@pytest.mark.parametrize("declared", [1, 2, 4, 9])
+def test_check_record_offsets_refuses_a_miscounted_batch(declared):
+    buf = build_batch([RecordInput(None, b"r%d" % i) for i in range(3)])
+    buf = _patched(buf, ">i", 57, declared)  # records_count
+    with pytest.raises(DecodeError):
+        check_record_offsets(buf)
+
+
+def test_check_record_offsets_refuses_offset_deltas_with_gaps():
+    # Compaction leaves gaps like this; a producer's batch may not have them.
+    records = [Record(0, 0, None, b"a"), Record(2, 0, None, b"b")]
+    buf = build_batch(records, base_timestamp=0)  # 2 records, last offset delta 2
+    with pytest.raises(DecodeError, match="offset delta 2"):
+        check_record_offsets(buf)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_check_record_offsets_on_garbage_raises_only_decode_error(data):
+    base = build_batch([RecordInput(b"k", b"v" * 20) for _ in range(3)])
+    buf = bytearray(base[:61]) + data
+    try:
+        check_record_offsets(buf)
+    except DecodeError:
+        pass

@@ -203,6 +203,64 @@ def iter_records(
     return iter_records_section(section, header.records_count)
 
 
+def check_record_offsets(
+    batch_buf, pos: int = 0, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+) -> int:
+    """Kafka's inner-record check of a produced batch, without decoding records:
+    the records section holds exactly `records_count` records whose offset
+    deltas run 0, 1, 2, ... and nothing follows the last one. Only each
+    record's length, attributes, timestamp delta and offset delta are read.
+    Returns the number of records; raises DecodeError otherwise."""
+    header = read_batch_header(batch_buf, pos)
+    size = LOG_OVERHEAD + header.batch_length
+    if size > len(batch_buf) - pos:
+        raise DecodeError(
+            f"record batch is truncated: its length field declares {size} bytes, "
+            f"{len(batch_buf) - pos} remain"
+        )
+    payload = memoryview(batch_buf)[pos + BATCH_HEADER_SIZE : pos + size]
+    codec = header.compression
+    section = payload if codec == NONE else decompress_buffer(codec, payload, max_uncompressed)
+    count = header.records_count
+    if count < 0 or count * MIN_RECORD_SIZE > len(section):
+        raise DecodeError(f"record count {count} cannot fit in {len(section)} bytes of records")
+    buf = section if type(section) is bytes else bytes(section)
+    end = len(buf)
+    p = 0
+    last = end - 2
+    for i in range(count):
+        # The length varint: one or two bytes inline (records up to 8 KiB).
+        if p < last and buf[p] < 0x80:
+            z = buf[p]
+            length = (z >> 1) ^ -(z & 1)
+            p += 1
+        elif p < last and buf[p + 1] < 0x80:
+            z = (buf[p] & 0x7F) | (buf[p + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            p += 2
+        else:
+            length, p = _read_varint_slow(buf, p, end, 5, 32)
+        record_end = p + length
+        if length < MIN_RECORD_SIZE - 1 or record_end > end:
+            raise DecodeError(f"record {i} has an impossible length {length}")
+        # Skip the attributes byte and the timestamp delta varlong.
+        q = p + 1
+        while q < record_end and buf[q] & 0x80:
+            q += 1
+        q += 1
+        if q < record_end and buf[q] < 0x80:
+            z = buf[q]
+            delta = (z >> 1) ^ -(z & 1)
+        else:
+            delta, _ = _read_varint_slow(buf, q, record_end, 5, 32)
+        if delta != i:
+            raise DecodeError(f"record {i} of the batch has offset delta {delta}")
+        p = record_end
+    if p != end:
+        raise DecodeError(f"{end - p} bytes follow the last of {count} records")
+    return count
+
+
 def iter_records_section(section, count: int) -> Iterator[Record]:
     """Decode `count` records from an uncompressed records section (the bytes
     after the header, decompressed), checking `count` against its size first."""
