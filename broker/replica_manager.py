@@ -144,16 +144,26 @@ class ReplicaManager:
                 partition.log.config = config
 
     def close_all(self) -> None:
-        """Blocking: close every log and write the checkpoints and markers."""
-        for partition in list(self.partitions.values()):
+        """Blocking: close every log and write the checkpoints and markers.
+
+        A log dir in which a log could not be closed cleanly gets no
+        clean-shutdown marker, so the next start recovers it."""
+        for tp, partition in list(self.partitions.items()):
+            if partition.log.offline:
+                self._offline_dirs.add(self._dir_of[tp])
             try:
                 partition.log.close()
             except (LogError, OSError) as e:
                 log.error("closing %r: %s", partition, e)
+                self._offline_dirs.add(self._dir_of[tp])
         self.write_checkpoints()
         for d in self.log_dirs:
-            if d not in self._offline_dirs:
+            if d in self._offline_dirs:
+                continue
+            try:
                 write_clean_shutdown_marker(d)
+            except OSError as e:
+                log.error("%s: cannot write the clean-shutdown marker (next start recovers): %s", d, e)
 
     def write_checkpoints(self) -> None:
         """Blocking: recovery points, log start offsets and high watermarks per dir."""
@@ -194,17 +204,26 @@ class ReplicaManager:
 
     async def _retention(self) -> None:
         for partition in list(self.partitions.values()):
-            deleted = await trio.to_thread.run_sync(
-                partition.log.delete_old_segments, partition.high_watermark
-            )
+            try:
+                deleted = await trio.to_thread.run_sync(
+                    partition.log.delete_old_segments, partition.high_watermark
+                )
+                partition.log.remove_expired_producers()
+            except (LogError, OSError) as e:
+                # One failing log must not stop retention of the others.
+                log.warning("retention of %r failed: %s", partition, e)
+                continue
             if deleted:
                 partition.notify()
-            partition.log.remove_expired_producers()
 
     async def _flush_due(self) -> None:
         for partition in list(self.partitions.values()):
-            if partition.log.flush_due():
-                await trio.to_thread.run_sync(partition.log.flush)
+            try:
+                if partition.log.flush_due():
+                    await trio.to_thread.run_sync(partition.log.flush)
+            except (LogError, OSError) as e:
+                # One failing log must not stop the others from being flushed.
+                log.warning("flushing %r failed: %s", partition, e)
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.write_checkpoints)

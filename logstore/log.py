@@ -254,6 +254,11 @@ class Log:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def offline(self) -> bool:
+        """A storage failure left the log unusable until it is reopened."""
+        return self._offline is not None
+
     def _check_usable(self) -> None:
         if self._closed:
             raise LogClosedError(self.dir)

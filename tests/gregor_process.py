@@ -59,6 +59,7 @@ class GregorProcess:
     def start(self, timeout: float = 30) -> GregorProcess:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.output = []
+        self.port = None
         ready = threading.Event()
         self.proc = subprocess.Popen(
             self.command(),
@@ -85,8 +86,8 @@ class GregorProcess:
             if time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError("Gregor did not start in time:\n" + self.log())
-        if self.proc.poll() is not None and self.port is None:
-            raise RuntimeError(f"Gregor exited with {self.proc.returncode}:\n{self.log()}")
+        if self.port is None:
+            raise RuntimeError(f"Gregor exited with {self.proc.wait()}:\n{self.log()}")
         # Later restarts keep the port, so clients can reconnect to the same address.
         self.requested_port = self.port
         return self

@@ -399,12 +399,6 @@ def test_failed_fsync_takes_only_that_log_offline(tmp_path, monkeypatch, caplog)
     assert "stopped: logs flushed and checkpointed" in caplog.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER BUG: ReplicaManager._flush_due stops at the first log whose flush "
-    "raises (LogOfflineError from an offline log), every interval, with a traceback: "
-    "the partitions after it are never flushed again",
-)
 def test_failed_fsync_does_not_stop_flushing_the_other_logs(tmp_path, monkeypatch):
     seen, _ = _run_in_process_broker(tmp_path, monkeypatch, _offline_scenario)
     assert seen["healthy flushed"]
@@ -422,13 +416,6 @@ def test_offline_log_is_reported_by_metadata_and_list_offsets(tmp_path, monkeypa
     assert seen["doomed metadata"] == ErrorCode.KAFKA_STORAGE_ERROR
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER BUG: a log dir holding an offline log still gets the clean-shutdown "
-    "marker at stop (ReplicaManager._offline_dirs is never filled), so the next start "
-    "skips recovery of a log whose unflushed tail the kernel may have dropped; Kafka "
-    "writes the marker only for live log dirs",
-)
 def test_offline_log_dir_is_recovered_at_the_next_start(tmp_path, monkeypatch):
     _, data = _run_in_process_broker(tmp_path, monkeypatch, _offline_scenario)
     assert not had_clean_shutdown(str(data))
