@@ -63,6 +63,9 @@ class ClusterImage:
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     next_producer_id: int = 0
+    # Dynamic broker configs set with AlterConfigs, by resource name: "" for
+    # the cluster-wide defaults, str(node id) for one broker's own.
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for t in self.topics.values():
@@ -106,6 +109,7 @@ class LocalMetadataStore:
                 for name, t in raw["topics"].items()
             },
             next_producer_id=raw.get("next_producer_id", 0),
+            broker_configs={k: dict(v) for k, v in raw.get("broker_configs", {}).items()},
         )
 
     def save(self, image: ClusterImage) -> None:
@@ -122,6 +126,7 @@ class LocalMetadataStore:
                 for name, t in image.topics.items()
             },
             "next_producer_id": image.next_producer_id,
+            "broker_configs": {k: v for k, v in image.broker_configs.items() if v},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
@@ -242,6 +247,18 @@ class ClusterMetadata:
         if topic is None:
             raise UnknownTopic(name)
         topic.configs = dict(configs)
+        self._commit()
+
+    def broker_configs(self, resource: str) -> dict[str, str]:
+        """The dynamic broker configs of `resource` ("" cluster defaults, or a node id)."""
+        return dict(self.image.broker_configs.get(resource, {}))
+
+    def set_broker_configs(self, resource: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic broker configs of `resource` ("" or a node id)."""
+        if configs:
+            self.image.broker_configs[resource] = dict(configs)
+        else:
+            self.image.broker_configs.pop(resource, None)
         self._commit()
 
     def next_producer_id(self) -> int:

@@ -1211,7 +1211,7 @@ class BrokerConfig:
         read_only = sorted(k for k in updates if self.dynamic_mode(k) is None)
         if read_only:
             raise ConfigError(
-                f"Cannot update these configs dynamically: Set({', '.join(read_only)})",
+                f"Cannot update these configs dynamically: [{', '.join(read_only)}]",
                 read_only[0],
             )
         if not per_broker:
@@ -1219,7 +1219,7 @@ class BrokerConfig:
             if broker_only:
                 raise ConfigError(
                     "Cannot update these configs at default cluster level, broker id must be "
-                    f"specified: Set({', '.join(broker_only)})",
+                    f"specified: [{', '.join(broker_only)}]",
                     broker_only[0],
                 )
         layer = dict(self.dynamic_broker if per_broker else self.dynamic_default)

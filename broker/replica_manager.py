@@ -163,7 +163,9 @@ class ReplicaManager:
             try:
                 write_clean_shutdown_marker(d)
             except OSError as e:
-                log.error("%s: cannot write the clean-shutdown marker (next start recovers): %s", d, e)
+                log.error(
+                    "%s: cannot write the clean-shutdown marker (next start recovers): %s", d, e
+                )
 
     def write_checkpoints(self) -> None:
         """Blocking: recovery points, log start offsets and high watermarks per dir."""

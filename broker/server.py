@@ -44,6 +44,7 @@ class Broker:
         self.cluster = ClusterMetadata(
             LocalMetadataStore(self.log_dirs[0] / METADATA_FILE), self.node_id
         )
+        self._apply_dynamic_broker_configs()
         self.replicas = ReplicaManager(self)
         self.topics = TopicManager(self)
         # Effective topic configs, keyed by topic name, valid while its overrides are.
@@ -147,6 +148,37 @@ class Broker:
             validate_topic_config(configs, self.config)
         except ConfigError as e:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+    # --- dynamic broker configuration ------------------------------------------
+
+    def _apply_dynamic_broker_configs(self) -> None:
+        """Lay the dynamic broker configs persisted by AlterConfigs over the
+        static ones, cluster defaults first, as Kafka does at start. A stored
+        value that no longer validates is skipped with a warning."""
+        for resource, per_broker in (("", False), (str(self.node_id), True)):
+            stored = self.cluster.broker_configs(resource)
+            if not stored:
+                continue
+            try:
+                self.config.alter(stored, per_broker=per_broker)
+                continue
+            except ConfigError:
+                pass
+            for key, value in stored.items():
+                try:
+                    self.config.alter({key: value}, per_broker=per_broker)
+                except ConfigError as e:
+                    log.warning("ignoring stored dynamic broker config %s=%s: %s", key, value, e)
+
+    def broker_config_changed(self) -> None:
+        """After a dynamic broker config change: topics without an override of
+        a changed key take the new default, and their logs with them."""
+        self._topic_configs.clear()
+        for topic in list(self.cluster.topics.values()):
+            try:
+                self.replicas.topic_config_changed(topic)
+            except ConfigError as e:
+                log.warning("topic %s keeps its previous log config: %s", topic.name, e)
 
     # --- cluster ----------------------------------------------------------
 

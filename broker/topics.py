@@ -22,31 +22,34 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 class TopicError(Exception):
-    def __init__(self, code: ErrorCode, message: str):
+    def __init__(self, code: ErrorCode, message: str | None):
         super().__init__(message)
         self.code = code
         self.message = message
 
 
 def validate_topic_name(name: str | None) -> None:
-    """Kafka's Topic.validate: raise INVALID_TOPIC_EXCEPTION with its messages."""
+    """Kafka's Topic.validate: raise INVALID_TOPIC_EXCEPTION with its (4.3) messages."""
     if not name:
         raise TopicError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty"
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            "Topic name is invalid: the empty string is not allowed",
         )
     if name in (".", ".."):
-        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed"
+        )
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise TopicError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
-            f"topic name: {name}",
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
+            f"length {MAX_TOPIC_NAME_LENGTH}",
         )
     if not _LEGAL_NAME.fullmatch(name):
         raise TopicError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'",
+            f"Topic name is invalid: '{name}' contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'",
         )
 
 
@@ -68,10 +71,14 @@ class TopicManager:
         name: str,
         num_partitions: int,
         replication_factor: int,
-        assignments: dict[int, list[int]] | None,
-        configs: dict[str, str],
+        assignments: dict[int, list[int]] | list[tuple[int, list[int]]] | None,
+        configs: dict[str, str | None],
     ) -> dict[int, list[int]]:
-        """Validate a creation; the replica assignment it would use."""
+        """Validate a creation; the replica assignment it would use.
+
+        Kafka's order (ReplicationControlManager.createTopics): the name, then
+        the configs, then the partitions and replicas. `assignments` is a dict
+        or (partition, replicas) pairs as a request carries them."""
         validate_topic_name(name)
         if name in self.cluster.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -82,48 +89,91 @@ class TopicManager:
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"Topic '{name}' collides with existing topic: {existing}",
                 )
+        nulls = [k for k, v in configs.items() if v is None]
+        if nulls:
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG,
+                "Null value not supported for topic configs: " + ",".join(nulls),
+            )
+        self.broker.validate_topic_configs(configs)
         config = self.broker.config
-        if assignments:
-            if num_partitions != -1 or replication_factor != -1:
+        pairs = list(assignments.items() if isinstance(assignments, dict) else assignments or ())
+        if pairs:
+            if replication_factor != -1:
                 raise TopicError(
                     ErrorCode.INVALID_REQUEST,
-                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                    "Both cannot be used at the same time.",
+                    "A manual partition assignment was specified, but replication "
+                    "factor was not set to -1.",
                 )
-            live = set(self.cluster.live_broker_ids())
-            for index, replicas in assignments.items():
-                if not replicas or len(set(replicas)) != len(replicas):
+            if num_partitions != -1:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but numPartitions "
+                    "was not set to -1.",
+                )
+            result: dict[int, list[int]] = {}
+            rf = None
+            for index, replicas in pairs:
+                if index in result:
                     raise TopicError(
                         ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                        f"Duplicate or empty replica assignment for partition {index}",
+                        f"Found multiple manual partition assignments for partition {index}",
                     )
-                if not set(replicas) <= live:
-                    raise TopicError(
-                        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                        f"Replica assignment for partition {index} names unknown brokers",
-                    )
-            if sorted(assignments) != list(range(len(assignments))):
+                self._check_manual_assignment(replicas, rf)
+                rf = len(replicas)
+                result[index] = list(replicas)
+            if any(i not in result for i in range(len(result))):
                 raise TopicError(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    "Partitions should be a consecutive 0-based integer sequence",
+                    "partitions should be a consecutive 0-based integer sequence",
                 )
-        else:
-            if num_partitions == -1:
-                num_partitions = config.num_partitions
-            if replication_factor == -1:
-                replication_factor = config.default_replication_factor
-            if num_partitions <= 0:
+            return result
+        if replication_factor < -1 or replication_factor == 0:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS,
+                "Number of partitions was set to an invalid non-positive value.",
+            )
+        if num_partitions == -1:
+            num_partitions = config.num_partitions
+        if replication_factor == -1:
+            replication_factor = config.default_replication_factor
+        return self.assign(num_partitions, replication_factor)
+
+    def _check_manual_assignment(self, replicas: list[int], replication_factor: int | None):
+        """Kafka's validateManualPartitionAssignment, with its messages."""
+        if not replicas:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
+        registered = set(self.cluster.live_broker_ids())
+        previous = None
+        for broker_id in sorted(replicas):
+            if broker_id not in registered:
                 raise TopicError(
-                    ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {broker_id}, but no such "
+                    "broker is registered.",
                 )
-            if replication_factor <= 0:
+            if broker_id == previous:
                 raise TopicError(
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    "Replication factor must be larger than 0.",
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {previous} more than "
+                    "once.",
                 )
-            assignments = self.assign(num_partitions, replication_factor)
-        self.broker.validate_topic_configs(configs)
-        return assignments
+            previous = broker_id
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes a partition with {len(replicas)} "
+                "replica(s), but this is not consistent with previous partitions, which have "
+                f"{replication_factor} replica(s).",
+            )
 
     def assign(self, num_partitions: int, replication_factor: int, start: int = 0):
         """Round-robin replica placement over the live brokers."""
@@ -133,7 +183,8 @@ class TopicManager:
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication_factor} time(s): "
                 f"The target replication factor of {replication_factor} cannot be reached "
-                f"because only {len(brokers)} broker(s) are registered.",
+                f"because only {len(brokers)} broker(s) are registered or some brokers have "
+                "all their log directories cordoned.",
             )
         return {
             p: [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
@@ -145,8 +196,8 @@ class TopicManager:
         name: str,
         num_partitions: int = -1,
         replication_factor: int = -1,
-        assignments: dict[int, list[int]] | None = None,
-        configs: dict[str, str] | None = None,
+        assignments: dict[int, list[int]] | list[tuple[int, list[int]]] | None = None,
+        configs: dict[str, str | None] | None = None,
     ) -> TopicInfo:
         configs = dict(configs or {})
         assignments = self.check_create(
@@ -182,38 +233,36 @@ class TopicManager:
     def check_add_partitions(
         self, name: str, count: int, assignments: list[list[int]] | None
     ) -> dict[int, list[int]]:
+        """Validate growing `name` to `count` partitions (Kafka's messages);
+        the new partitions' replicas. `assignments` None: placed like new topics."""
         topic = self.cluster.topic(name)
         if topic is None:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
-            )
+            # Kafka's UnknownTopicOrPartitionException() here carries no message.
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         current = len(topic.partitions)
+        if count == current:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+            )
         if count < current:
             raise TopicError(
                 ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {current} partitions, which is higher than the requested {count}.",
+                f"The topic {name} currently has {current} partition(s); {count} would not "
+                "be an increase.",
             )
-        if count == current:
+        additional = count - current
+        if assignments is not None and len(assignments) != additional:
             raise TopicError(
-                ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {additional} additional partition(s), but only "
+                f"{len(assignments)} assignment(s) were specified.",
             )
-        rf = len(topic.partitions[0].replicas) if topic.partitions else 1
-        if assignments:
-            if len(assignments) != count - current:
-                raise TopicError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"Increasing the number of partitions by {count - current} but "
-                    f"{len(assignments)} assignments provided.",
-                )
-            live = set(self.cluster.live_broker_ids())
+        rf = len(topic.partitions[min(topic.partitions)].replicas) if topic.partitions else 1
+        if assignments is not None:
             for replicas in assignments:
-                if not set(replicas) <= live or len(set(replicas)) != len(replicas):
-                    raise TopicError(
-                        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment"
-                    )
+                self._check_manual_assignment(replicas, rf)
             return {current + i: list(r) for i, r in enumerate(assignments)}
-        return self.assign(count - current, rf, start=current)
+        return self.assign(additional, rf, start=current)
 
     def add_partitions(self, name: str, count: int, assignments=None) -> TopicInfo:
         new = self.check_add_partitions(name, count, assignments)

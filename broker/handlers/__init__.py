@@ -2,9 +2,13 @@
 
 from broker.handlers import (  # noqa: F401
     api_versions,
+    configs,
+    describe_cluster,
     fetch,
+    log_dirs,
     metadata,
     offsets,
     produce,
     producer_ids,
+    topic_admin,
 )

@@ -502,7 +502,7 @@ def test_each_value_knows_its_source():
 def test_read_only_and_per_broker_keys_cannot_be_altered_as_kafka_says():
     c = BrokerConfig()
     with pytest.raises(
-        ConfigError, match=r"Cannot update these configs dynamically: Set\(log.retention.hours\)"
+        ConfigError, match=r"Cannot update these configs dynamically: \[log.retention.hours\]"
     ):
         c.alter({"log.retention.hours": "1"})
     with pytest.raises(ConfigError, match="Unknown configuration 'nope'"):

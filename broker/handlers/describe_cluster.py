@@ -1,0 +1,54 @@
+"""DescribeCluster (key 60), versions 0-1: brokers, cluster id, controller id.
+
+v1 carries endpoint_type: this is a broker endpoint (1); asking for a
+controller endpoint (2) is MISMATCHED_ENDPOINT_TYPE, any other value
+UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), with Kafka's messages.
+Without an authorizer every cluster operation is allowed, so
+include_cluster_authorized_operations gets all of them, as Kafka reports.
+"""
+
+from __future__ import annotations
+
+from broker.handlers.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED, broker_entries
+from broker.registry import handles
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
+
+
+@handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
+async def describe_cluster(ctx, request):
+    cluster = ctx.broker.cluster
+    v0 = ctx.api_version == 0
+    wanted = request.endpoint_type
+    if wanted not in _ENDPOINT_NAMES:
+        return {
+            "error_code": ErrorCode.INVALID_REQUEST if v0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            "error_message": f"Unsupported endpoint type {wanted}",
+        }
+    if wanted != BROKER_ENDPOINT:
+        return {
+            "error_code": ErrorCode.INVALID_REQUEST if v0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            "error_message": "The request was sent to an endpoint of type BROKER, but we "
+            f"wanted an endpoint of type {_ENDPOINT_NAMES[wanted]}",
+        }
+    brokers = [
+        {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+        for b in broker_entries(ctx)
+    ]
+    controller = cluster.controller_id
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "endpoint_type": BROKER_ENDPOINT,
+        "cluster_id": cluster.cluster_id,
+        # Kafka answers -1 rather than name a controller missing from the list.
+        "controller_id": controller if any(b["broker_id"] == controller for b in brokers) else -1,
+        "brokers": brokers,
+        "cluster_authorized_operations": (
+            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
+        ),
+    }
