@@ -242,6 +242,15 @@ class ClusterMetadata:
         self._commit()
         return topic
 
+    def remove_partitions(self, name: str, indexes: list[int]) -> None:
+        """Undo add_partitions (their logs could not be made)."""
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise UnknownTopic(name)
+        for i in indexes:
+            topic.partitions.pop(i, None)
+        self._commit()
+
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.image.topics.get(name)
         if topic is None:

@@ -119,22 +119,37 @@ class ReplicaManager:
         return partition
 
     def topic_created(self, topic: TopicInfo) -> None:
-        """Open logs for the topic's partitions this broker hosts and lacks."""
-        for info in topic.partitions.values():
-            tp = (topic.name, info.index)
-            if self.node_id in info.replicas and tp not in self.partitions:
-                self._open(topic, info, self._choose_dir())
+        """Open logs for the topic's partitions this broker hosts and lacks.
+
+        All or nothing: when a log cannot be made (a full or failing disk) the
+        ones this call made are removed again and the error is raised, so the
+        caller can undo the metadata change."""
+        opened = []
+        try:
+            for info in topic.partitions.values():
+                tp = (topic.name, info.index)
+                if self.node_id in info.replicas and tp not in self.partitions:
+                    opened.append(self._open(topic, info, self._choose_dir()))
+        except (LogError, OSError):
+            for partition in opened:
+                self._drop(partition)
+            raise
+
+    def _drop(self, partition: Partition) -> None:
+        tp = (partition.topic, partition.index)
+        self.partitions.pop(tp, None)
+        self._dir_of.pop(tp, None)
+        partition.notify()
+        try:
+            partition.log.delete()
+        except (LogError, OSError) as e:
+            log.warning("deleting %r: %s", partition, e)
 
     def topic_deleted(self, topic: TopicInfo) -> None:
         for index in topic.partitions:
-            partition = self.partitions.pop((topic.name, index), None)
-            self._dir_of.pop((topic.name, index), None)
+            partition = self.partitions.get((topic.name, index))
             if partition is not None:
-                partition.notify()
-                try:
-                    partition.log.delete()
-                except (LogError, OSError) as e:
-                    log.warning("deleting %r: %s", partition, e)
+                self._drop(partition)
 
     def topic_config_changed(self, topic: TopicInfo) -> None:
         config = self.log_config(topic)

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from broker.cluster import INTERNAL_TOPICS, TopicExists, TopicInfo, UnknownTopic
+from logstore import LogError
 from wire.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -209,7 +210,14 @@ class TopicManager:
             raise TopicError(
                 ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
             ) from None
-        self.broker.replicas.topic_created(topic)
+        try:
+            self.broker.replicas.topic_created(topic)
+        except (LogError, OSError) as e:
+            # No log, no topic: undo the metadata so nothing points at a missing log.
+            self.cluster.delete_topic(name)
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create the log of topic {name}: {e}"
+            ) from None
         return topic
 
     def delete(self, name: str) -> TopicInfo:
@@ -267,5 +275,11 @@ class TopicManager:
     def add_partitions(self, name: str, count: int, assignments=None) -> TopicInfo:
         new = self.check_add_partitions(name, count, assignments)
         topic = self.cluster.add_partitions(name, new)
-        self.broker.replicas.topic_created(topic)
+        try:
+            self.broker.replicas.topic_created(topic)
+        except (LogError, OSError) as e:
+            self.cluster.remove_partitions(name, list(new))
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create the new logs of {name}: {e}"
+            ) from None
         return topic

@@ -103,7 +103,8 @@ async def metadata(ctx, request):
                 except TopicError as e:
                     code = (
                         e.code
-                        if e.code == ErrorCode.INVALID_REPLICATION_FACTOR
+                        if e.code
+                        in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.KAFKA_STORAGE_ERROR)
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     )
                     topics.append(_error_entry(name, code))

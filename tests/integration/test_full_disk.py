@@ -194,14 +194,6 @@ def test_full_log_dir_gives_storage_error_and_the_rest_keeps_serving(tmp_path, t
         broker.kill()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER BUG: a topic auto-created while the log dir chosen for its partition "
-    "is full: Log.open raises in the Metadata handler (traceback, connection closed), "
-    "the topic stays in the cluster metadata with a leader but the broker has no log "
-    "for it, so Produce/Fetch/ListOffsets answer NOT_LEADER_OR_FOLLOWER until a "
-    "restart, even after space is freed",
-)
 def test_topic_created_on_a_full_log_dir(tmp_path, tiny_disk):
     roomy_dir = tmp_path / "roomy"
     broker = GregorProcess(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
