@@ -156,7 +156,7 @@ class ReplicaManager:
         for index in topic.partitions:
             partition = self.partitions.get((topic.name, index))
             if partition is not None:
-                partition.log.config = config
+                partition.log.update_config(config)
 
     def close_all(self) -> None:
         """Blocking: close every log and write the checkpoints and markers.

@@ -254,6 +254,15 @@ class Log:
     def closed(self) -> bool:
         return self._closed
 
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed settings at once: the active segment rolls, indexes and
+        retention by the new values (an open segment's index files keep the
+        size they were preallocated with)."""
+        with self._lock:
+            self.config = config
+            for segment in self._segments:
+                segment.config = config
+
     @property
     def offline(self) -> bool:
         """A storage failure left the log unusable until it is reopened."""

@@ -317,3 +317,11 @@ def test_stored_bytes_are_exactly_the_batches(tmp_path):
         on_disk = f.read()
     assert on_disk == bytes(data)
     assert [h.base_offset for _, h in iter_batches(on_disk)] == [0, 3]
+
+
+def test_changed_segment_bytes_applies_to_the_active_segment_at_once(tmp_path):
+    log = open_log(tmp_path / "t-0", LogConfig(segment_bytes=1_000_000), FakeClock())
+    log.append(batch(1, value_size=500), 0)
+    log.update_config(LogConfig(segment_bytes=600))
+    log.append(batch(1, value_size=500), 0)
+    assert len(log.segments) == 2
