@@ -1,0 +1,50 @@
+"""What the coordinator asks its driver to do.
+
+Every coordinator method returns a list of actions, in the order to carry
+them out:
+
+- `Reply(token, response)`: send `response` (a response body for the
+  request's api version, in `wire`'s field names) to the request the caller
+  tagged with `token`. A reply may answer a request from an earlier call: a
+  parked JoinGroup is answered when the join phase completes, a parked
+  SyncGroup when the leader's assignment is stored.
+- `Persist(write_id, partition, records)`: append `records` to partition
+  `partition` of `__consumer_offsets` (one batch, in order), then report the
+  outcome with `GroupCoordinator.persisted(write_id, now_ms, error)`.
+
+"Reply after persisted": a reply that depends on records being durable (an
+offset commit's, the SyncGroups of a new generation, a LeaveGroup that emptied
+the group, DeleteGroups, OffsetDelete, a static member's rejoin) is never in
+the same list as its Persist; it comes out of `persisted()` for that write,
+with an error code if the write failed. So the driver may send every Reply as
+soon as it sees it, and must report every Persist's outcome, for one partition
+in the order the Persists were emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+class Record(NamedTuple):
+    """One `__consumer_offsets` record: serialized key, value (None: tombstone)."""
+
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: Any
+    response: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    write_id: int
+    partition: int
+    records: tuple[Record, ...]
+
+
+Action = Reply | Persist
