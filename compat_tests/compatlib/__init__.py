@@ -1,0 +1,1 @@
+"""Client wrappers for the compatibility suite (no dependency on Gregor's packages)."""

@@ -1,0 +1,233 @@
+"""Hand-built Kafka requests over a plain socket, for what clients never send.
+
+Only a few requests, in their simplest (non-flexible where possible) versions.
+Record batches come from kafka-python's DefaultRecordBatchBuilder.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+
+def _string(s: str | None) -> bytes:
+    if s is None:
+        return struct.pack(">h", -1)
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def _compact_string(s: str) -> bytes:
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+class Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt: str):
+        size = struct.calcsize(fmt)
+        values = struct.unpack(fmt, self.data[self.pos : self.pos + size])
+        self.pos += size
+        return values if len(values) > 1 else values[0]
+
+    def int8(self):
+        return self.take(">b")
+
+    def int16(self):
+        return self.take(">h")
+
+    def int32(self):
+        return self.take(">i")
+
+    def int64(self):
+        return self.take(">q")
+
+    def string(self):
+        n = self.int16()
+        if n < 0:
+            return None
+        s = self.data[self.pos : self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def uvarint(self):
+        shift = result = 0
+        while True:
+            b = self.data[self.pos]
+            self.pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+
+class Connection:
+    """One socket to a broker; request() returns the response body (after the header)."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0):
+        host, _, port = bootstrap.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock.settimeout(timeout)
+        self.correlation_id = 0
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, api_key: int, version: int, body: bytes, *, flexible_header: bool = False,
+             client_id: str = "compat-raw") -> int:
+        self.correlation_id += 1
+        header = struct.pack(">hhi", api_key, version, self.correlation_id) + _string(client_id)
+        if flexible_header:
+            header += b"\x00"  # no tagged fields
+        msg = header + body
+        self.sock.sendall(struct.pack(">i", len(msg)) + msg)
+        return self.correlation_id
+
+    def receive(self, correlation_id: int, flexible_header: bool = False) -> Reader:
+        size = struct.unpack(">i", self._exact(4))[0]
+        r = Reader(self._exact(size))
+        got = r.int32()
+        assert got == correlation_id, f"correlation id {got}, expected {correlation_id}"
+        if flexible_header:
+            for _ in range(r.uvarint()):
+                r.uvarint()
+                r.pos += r.uvarint()
+        return r
+
+    def request(self, api_key: int, version: int, body: bytes, *, flexible_header: bool = False,
+                response_flexible_header: bool = False) -> Reader:
+        cid = self.send(api_key, version, body, flexible_header=flexible_header)
+        return self.receive(cid, response_flexible_header)
+
+    def _exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed by the broker")
+            buf += chunk
+        return bytes(buf)
+
+
+# --- ApiVersions ---------------------------------------------------------------
+
+
+@dataclass
+class ApiVersions:
+    error_code: int
+    versions: dict[int, tuple[int, int]]
+
+
+def api_versions(conn: Connection, version: int) -> ApiVersions:
+    """ApiVersions at any version; a body at v3+ carries the client software name."""
+    flexible = version >= 3
+    body = _compact_string("compat-raw") + _compact_string("1.0") + b"\x00" if flexible else b""
+    r = conn.request(18, version, body, flexible_header=flexible)
+    # The response header is always v0; an unsupported version is answered in v0 format.
+    error = r.int16()
+    versions = {}
+    if flexible and error != 35:
+        n = r.uvarint() - 1
+        for _ in range(n):
+            key, lo, hi = r.take(">hhh")
+            for _ in range(r.uvarint()):
+                r.uvarint()
+                r.pos += r.uvarint()
+            versions[key] = (lo, hi)
+    else:
+        for _ in range(r.int32()):
+            key, lo, hi = r.take(">hhh")
+            versions[key] = (lo, hi)
+    return ApiVersions(error, versions)
+
+
+# --- producer ids and Produce ------------------------------------------------------
+
+
+def init_producer_id(conn: Connection) -> tuple[int, int, int]:
+    """InitProducerId v0 without a transactional id: (error, producer id, epoch)."""
+    r = conn.request(22, 0, _string(None) + struct.pack(">i", 60000))
+    r.int32()  # throttle
+    error = r.int16()
+    return error, r.int64(), r.int16()
+
+
+def record_batch(values: list[bytes], *, producer_id: int = -1, epoch: int = -1,
+                 sequence: int = -1, timestamp: int | None = None) -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=producer_id,
+        producer_epoch=epoch, base_sequence=sequence, batch_size=1 << 20,
+    )
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    for i, v in enumerate(values):
+        builder.append(i, timestamp=ts, key=None, value=v, headers=[])
+    return bytes(builder.build())
+
+
+@dataclass
+class PartitionResult:
+    error_code: int
+    base_offset: int
+    log_append_time: int
+    log_start_offset: int | None = None
+    record_errors: list | None = None
+    error_message: str | None = None
+
+
+def produce(conn: Connection, topic: str, partition: int, batch: bytes, acks: int = -1,
+            version: int = 3) -> PartitionResult:
+    """Produce (v3..v8, non-flexible) of one batch to one partition."""
+    assert 3 <= version <= 8
+    body = (
+        _string(None)
+        + struct.pack(">hi", acks, 10000)
+        + struct.pack(">i", 1)
+        + _string(topic)
+        + struct.pack(">i", 1)
+        + struct.pack(">i", partition)
+        + struct.pack(">i", len(batch))
+        + batch
+    )
+    r = conn.request(0, version, body)
+    assert r.int32() == 1
+    r.string()
+    assert r.int32() == 1
+    r.int32()
+    error = r.int16()
+    base = r.int64()
+    append_time = r.int64()
+    result = PartitionResult(error, base, append_time)
+    if version >= 5:
+        result.log_start_offset = r.int64()
+    if version >= 8:
+        result.record_errors = [(r.int32(), r.string()) for _ in range(r.int32())]
+        result.error_message = r.string()
+    return result

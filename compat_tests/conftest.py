@@ -1,0 +1,180 @@
+"""Gregor's compatibility suite: real clients against any Kafka-protocol broker.
+
+    pytest compat_tests --bootstrap-servers 127.0.0.1:9092
+    COMPAT_BOOTSTRAP_SERVERS=127.0.0.1:9092 pytest compat_tests
+
+Every test must pass against Apache Kafka (tools/run_kafka.py starts one);
+compat_tests/run.py runs the suite against Kafka and Gregor side by side.
+
+The broker is expected to run with the settings of compat_tests/run.py
+(BROKER_SETTINGS): one node, auto.create.topics.enable=true, num.partitions=1,
+log.retention.check.interval.ms=1000, group.initial.rebalance.delay.ms=0.
+
+Each test uses fresh, unique topic and group names, so the suite can run again
+and again against one broker. Markers (for the report):
+
+    @pytest.mark.client("java")           the client family exercised
+    @pytest.mark.api("CreateTopics", ...)  the Kafka APIs / behaviour behind the test
+
+This file and compatlib/ depend on the clients only (and tools/kafka_cli.py
+for the Java tools), never on Gregor's packages.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from compatlib.common import unique, wait_for_leaders  # noqa: E402
+
+CLIENTS = ("java", "confluent-kafka", "kcat", "kafka-python", "aiokafka", "franz-go", "raw")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("compat", "compatibility suite")
+    group.addoption(
+        "--bootstrap-servers",
+        default=os.environ.get("COMPAT_BOOTSTRAP_SERVERS"),
+        help="the broker under test (host:port); default: $COMPAT_BOOTSTRAP_SERVERS",
+    )
+    group.addoption(
+        "--compat-results",
+        default=None,
+        metavar="FILE",
+        help="append one JSON line per test (id, outcome, client, APIs, message) to FILE",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", f"client(name): the client family a compat test uses ({', '.join(CLIENTS)})"
+    )
+    config.addinivalue_line("markers", "api(*names): the Kafka APIs/behaviours a compat test covers")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(os.path.abspath(__file__))
+    compat = [i for i in items if str(i.fspath).startswith(here)]
+    if compat and not config.getoption("--bootstrap-servers"):
+        raise pytest.UsageError(
+            "compat_tests need a broker: pass --bootstrap-servers host:port or set "
+            "COMPAT_BOOTSTRAP_SERVERS (compat_tests/run.py starts Apache Kafka and Gregor)"
+        )
+    for item in compat:
+        client = item.get_closest_marker("client")
+        if client is None or client.args[0] not in CLIENTS:
+            raise pytest.UsageError(f"{item.nodeid}: needs @pytest.mark.client(one of {CLIENTS})")
+        if item.get_closest_marker("api") is None:
+            raise pytest.UsageError(f"{item.nodeid}: needs @pytest.mark.api(...)")
+
+
+class _ResultWriter:
+    """Writes each test's final outcome as a JSON line (read by compat_tests/run.py)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.meta: dict[str, dict] = {}
+        self.state: dict[str, dict] = {}
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            client = item.get_closest_marker("client")
+            api = item.get_closest_marker("api")
+            self.meta[item.nodeid] = {
+                "client": client.args[0] if client else None,
+                "api": list(api.args) if api else [],
+            }
+
+    def pytest_runtest_logreport(self, report):
+        st = self.state.setdefault(report.nodeid, {"outcome": "passed", "message": "",
+                                                   "duration": 0.0})
+        st["duration"] += report.duration
+        if report.passed:
+            return
+        if report.skipped:
+            st["outcome"] = "skipped"
+            st["message"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+            return
+        # failed
+        if st["outcome"] == "passed" or report.when == "call":
+            st["outcome"] = "failed" if report.when == "call" else "error"
+            st["message"] = _short_message(report)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        import json
+
+        st = self.state.pop(nodeid, {"outcome": "passed", "message": "", "duration": 0.0})
+        row = {"id": nodeid, **self.meta.get(nodeid, {}), **st}
+        row["duration"] = round(row["duration"], 2)
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+
+def _short_message(report) -> str:
+    """The assertion/exception line(s) of a failure, without the traceback."""
+    text = report.longreprtext or ""
+    lines = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+    if not lines:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        lines = [crash.message] if crash is not None else text.strip().splitlines()[-3:]
+    message = "\n".join(lines[:12])
+    return message[:1500]
+
+
+def pytest_sessionstart(session):
+    path = session.config.getoption("--compat-results")
+    if path:
+        session.config.pluginmanager.register(_ResultWriter(path), "compat-results")
+
+
+def pytest_report_header(config):
+    return f"compat broker: {config.getoption('--bootstrap-servers')}"
+
+
+@pytest.fixture(scope="session")
+def bootstrap(pytestconfig) -> str:
+    return pytestconfig.getoption("--bootstrap-servers")
+
+
+@pytest.fixture
+def name(request):
+    """A unique name factory: name("t") -> "t-<test>-<hex>"."""
+    base = request.node.originalname.removeprefix("test_").replace("_", "-")[:40]
+
+    def make(kind: str = "t") -> str:
+        return unique(f"{kind}-{base}")
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def admin(bootstrap):
+    """A confluent-kafka AdminClient for setting up topics in any test."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+@pytest.fixture
+def topic(admin, name):
+    """Create topics for a test: topic(partitions=1, config={}) -> name (waits until usable)."""
+
+    def create(partitions: int = 1, config: dict | None = None, topic_name: str | None = None):
+        from confluent_kafka.admin import NewTopic
+
+        t = topic_name or name("t")
+        fs = admin.create_topics(
+            [NewTopic(t, num_partitions=partitions, replication_factor=1, config=config or {})],
+            operation_timeout=15,
+            request_timeout=20,
+        )
+        fs[t].result(timeout=30)
+        wait_for_leaders(admin, t, partitions)
+        return t
+
+    return create
+

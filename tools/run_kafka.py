@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Run a real Apache Kafka node (single KRaft broker+controller) on free loopback ports.
+
+    python tools/run_kafka.py                      # prints the bootstrap address, Ctrl-C stops
+    python tools/run_kafka.py --port 9092 --override log.retention.check.interval.ms=1000
+
+    from tools.run_kafka import KafkaNode
+    with KafkaNode(overrides={"auto.create.topics.enable": "false"}) as node:
+        node.bootstrap          # "127.0.0.1:40123"
+        node.start_seconds      # format + start until it answers, in seconds
+
+The node uses the Apache Kafka jars of tools/kafka_jars.py (`make clients`) and
+runs through tools/kafka_cli.py: `kafka-storage format --standalone` formats a
+fresh log directory in a temporary folder (a dynamic KRaft quorum of one:
+controller.quorum.bootstrap.servers, KIP-853), then `kafka.Kafka` starts with
+-Xmx512m. The node is ready when its PLAINTEXT listener answers ApiVersions and
+its Metadata lists the node itself. Stopping sends SIGTERM (a controlled
+shutdown), then SIGKILL after a timeout; the temporary folder is removed unless
+keep_dir=True (or --keep).
+
+Settings for a one-node test cluster (DEFAULTS): internal topics with
+replication factor 1, no initial rebalance delay, retention checked every
+second from the start (log.initial.task.delay.ms), one partition for
+__consumer_offsets. Every key can be overridden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+try:
+    from . import kafka_cli
+except ImportError:  # run as a plain script: python3 tools/run_kafka.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import kafka_cli  # type: ignore[no-redef]
+
+KAFKA_VERSION = kafka_cli.KAFKA_VERSION
+HEAP = "512m"
+
+# Settings for a single-node test cluster; callers' overrides win.
+DEFAULTS: dict[str, str] = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "1000",
+    # Kafka waits 30 s after start before the first retention check.
+    "log.initial.task.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+}
+
+
+class KafkaStartError(RuntimeError):
+    """The node did not format or start; the message carries the end of its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def random_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID, base64url without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+# --- a minimal Kafka protocol probe (stdlib only) ---------------------------------
+
+
+def _request(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    client_id = b"run_kafka"
+    header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
+    msg = header + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed by the broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def _roundtrip(sock: socket.socket, api_key: int, version: int, cid: int, body: bytes) -> bytes:
+    sock.sendall(_request(api_key, version, cid, body))
+    (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+    data = _recv_exact(sock, size)
+    (got,) = struct.unpack(">i", data[:4])
+    if got != cid:
+        raise ConnectionError(f"correlation id {got}, expected {cid}")
+    return data[4:]
+
+
+def probe(host: str, port: int, node_id: int | None = None, timeout: float = 2.0) -> bool:
+    """True when the broker answers ApiVersions v0 without error and (given node_id)
+    its Metadata v1 lists that node."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            body = _roundtrip(sock, 18, 0, 1, b"")
+            (error,) = struct.unpack(">h", body[:2])
+            if error != 0:
+                return False
+            if node_id is None:
+                return True
+            # Metadata v1 with an empty topic array: only the brokers.
+            body = _roundtrip(sock, 3, 1, 2, struct.pack(">i", 0))
+            (count,) = struct.unpack(">i", body[:4])
+            pos = 4
+            for _ in range(count):
+                (nid,) = struct.unpack(">i", body[pos : pos + 4])
+                if nid == node_id:
+                    return True
+                pos += 4
+                (hlen,) = struct.unpack(">h", body[pos : pos + 2])
+                pos += 2 + hlen + 4
+                (rlen,) = struct.unpack(">h", body[pos : pos + 2])
+                pos += 2 + max(rlen, 0)
+            return False
+    except (OSError, struct.error):
+        return False
+
+
+def wait_until_ready(
+    host: str,
+    port: int,
+    *,
+    node_id: int | None = None,
+    timeout: float = 90.0,
+    proc: subprocess.Popen | None = None,
+) -> None:
+    """Poll `probe` until it succeeds; TimeoutError, or KafkaStartError if `proc` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise KafkaStartError(f"process exited with code {proc.returncode} before it was ready")
+        if probe(host, port, node_id):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{host}:{port} did not answer within {timeout:.0f}s")
+
+
+# --- the node -------------------------------------------------------------------------
+
+
+class KafkaNode:
+    """One Apache Kafka KRaft node (broker and controller) for tests; a context manager."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        controller_port: int = 0,
+        host: str = "127.0.0.1",
+        node_id: int = 1,
+        overrides: Mapping[str, object] | None = None,
+        directory: str | os.PathLike[str] | None = None,
+        keep_dir: bool = False,
+        heap: str = HEAP,
+        start_timeout: float = 120.0,
+    ):
+        self.host = host
+        self.port = port or free_port(host)
+        self.controller_port = controller_port or free_port(host)
+        while self.controller_port == self.port:
+            self.controller_port = free_port(host)
+        self.node_id = node_id
+        self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
+        self._given_dir = Path(directory) if directory else None
+        self.keep_dir = keep_dir or directory is not None
+        self.heap = heap
+        self.start_timeout = start_timeout
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen | None = None
+        self.cluster_id = random_cluster_id()
+        self.start_seconds: float | None = None
+        self.format_seconds: float | None = None
+        self._log = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self.dir is not None
+        return self.dir / "kafka.log"
+
+    @property
+    def config_path(self) -> Path:
+        assert self.dir is not None
+        return self.dir / "server.properties"
+
+    def properties(self) -> dict[str, str]:
+        assert self.dir is not None
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
+            ),
+            "advertised.listeners": (
+                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
+            ),
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.dir / "data"),
+            **DEFAULTS,
+        }
+        props.update(self.overrides)
+        return props
+
+    def tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except (OSError, AssertionError):
+            return ""
+
+    def start(self) -> KafkaNode:
+        kafka_cli.check_installed()
+        t0 = time.monotonic()
+        if self._given_dir is not None:
+            self.dir = self._given_dir
+            self.dir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.dir = Path(tempfile.mkdtemp(prefix="kafka-node-"))
+        self.config_path.write_text(
+            "".join(f"{k}={v}\n" for k, v in self.properties().items())
+        )
+        fmt = kafka_cli.run_tool(
+            "kafka-storage",
+            "format",
+            "-t",
+            self.cluster_id,
+            "-c",
+            str(self.config_path),
+            "--standalone",
+            timeout=120,
+        )
+        self.format_seconds = time.monotonic() - t0
+        if fmt.returncode != 0:
+            self._cleanup()
+            raise KafkaStartError(
+                f"kafka-storage format failed (exit {fmt.returncode}):\n{fmt.stdout}{fmt.stderr}"
+            )
+        self._log = open(self.log_path, "w")
+        self.proc = kafka_cli.popen_tool(
+            "kafka-server",
+            str(self.config_path),
+            heap=self.heap,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in a terminal reaches only us; we stop it
+        )
+        try:
+            wait_until_ready(
+                self.host,
+                self.port,
+                node_id=self.node_id,
+                timeout=self.start_timeout,
+                proc=self.proc,
+            )
+        except (TimeoutError, KafkaStartError) as exc:
+            log = self.tail()
+            self.stop()
+            raise KafkaStartError(f"Apache Kafka did not start: {exc}\n--- log ---\n{log}") from exc
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        code = None
+        if self.proc is not None:
+            code = kafka_cli.stop(self.proc, timeout=timeout)
+            self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self._cleanup()
+        return code
+
+    def _cleanup(self) -> None:
+        if self.dir is not None and not self.keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaNode:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _parse_overrides(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"run_kafka: --override needs KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0, help="PLAINTEXT port (default: a free one)")
+    ap.add_argument("--controller-port", type=int, default=0)
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--dir", help="node directory (kept; default: a temporary one, removed)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = ap.parse_args(argv)
+    node = KafkaNode(
+        port=args.port,
+        controller_port=args.controller_port,
+        overrides=_parse_overrides(args.override),
+        directory=args.dir,
+        keep_dir=args.keep,
+    )
+    try:
+        node.start()
+    except (KafkaStartError, kafka_cli.ToolMissing) as exc:
+        print(f"run_kafka: {exc}", file=sys.stderr)
+        return 1
+    print(node.bootstrap, flush=True)
+    print(
+        f"run_kafka: Apache Kafka {KAFKA_VERSION} ready in {node.start_seconds:.1f}s "
+        f"(format {node.format_seconds:.1f}s); dir {node.dir}; log {node.log_path}. "
+        "Ctrl-C stops it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    try:
+        while not stop and node.proc is not None and node.proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    exited = node.proc is not None and node.proc.poll() is not None
+    if exited:
+        print(f"run_kafka: Kafka exited by itself:\n{node.tail()}", file=sys.stderr)
+    node.stop()
+    return 1 if exited else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
