@@ -21,6 +21,7 @@ import broker.handlers  # noqa: F401  (registers every handler)
 from broker.cluster import BrokerInfo, ClusterMetadata, LocalMetadataStore, TopicInfo
 from broker.config import ConfigError
 from broker.connection import Connection
+from broker.group_runtime import GroupRuntime
 from broker.replica_manager import ReplicaManager
 from broker.topic_config import TopicConfig, validate_topic_config
 from broker.topics import TopicError, TopicManager
@@ -47,6 +48,7 @@ class Broker:
         self._apply_dynamic_broker_configs()
         self.replicas = ReplicaManager(self)
         self.topics = TopicManager(self)
+        self.groups = GroupRuntime(self)
         # Effective topic configs, keyed by topic name, valid while its overrides are.
         self._topic_configs: dict[str, tuple[dict, TopicConfig, TopicLimits]] = {}
         # (listener name, host, port) actually bound, in config order.
@@ -75,6 +77,7 @@ class Broker:
             for name, bound in listeners:
                 nursery.start_soon(self._accept, name, bound, accept_scope)
             self.replicas.start_background(nursery)
+            await nursery.start(self.groups.run)
             for name, host, port in self.bound:
                 log.info("Gregor node %d listening on %s://%s:%d", self.node_id, name, host, port)
             task_status.started(self)
@@ -107,6 +110,9 @@ class Broker:
         log.info("stopping: no longer accepting connections")
         if self._accept_scope is not None:
             self._accept_scope.cancel()
+        # Parked group requests (a JoinGroup waiting for the join phase) are
+        # answered NOT_COORDINATOR now instead of holding the stop up.
+        self.groups.shutdown()
         with trio.move_on_after(_STOP_GRACE_SECONDS):
             for conn in list(self._connections):
                 conn.stop_when_idle()

@@ -5,6 +5,8 @@ from broker.handlers import (  # noqa: F401
     configs,
     describe_cluster,
     fetch,
+    find_coordinator,
+    groups,
     log_dirs,
     metadata,
     offsets,

@@ -20,3 +20,14 @@ def leader_partition(ctx, topic, index: int, current_leader_epoch: int = -1):
         if current_leader_epoch < partition.leader_epoch:
             return partition, ErrorCode.FENCED_LEADER_EPOCH
     return partition, ErrorCode.NONE
+
+
+def node_endpoint(ctx, node_id: int) -> tuple[str, int] | None:
+    """(host, port) by which the client of `ctx` reaches broker `node_id`
+    (on the listener the request came in on), or None if it is not live."""
+    broker = ctx.broker
+    if node_id == broker.node_id:
+        _, host, port = broker.advertised_endpoint(ctx.listener)
+        return host, port
+    info = broker.cluster.brokers.get(node_id)
+    return None if info is None else (info.host, info.port)

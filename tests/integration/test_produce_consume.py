@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import struct
 import time
 from pathlib import Path
 
@@ -32,8 +30,6 @@ from kafka.errors import MessageSizeTooLargeError
 from kafka.partitioner.default import murmur2
 
 from tools import kafka_cli
-from wire.api_keys import ApiKey
-from wire.protocol import decode_response, encode_request
 from wire.records import COMPRESSION_MASK, iter_batches
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -155,19 +151,6 @@ def watermarks(bootstrap, topic, partition=0) -> tuple[int, int]:
         consumer.close()
 
 
-def _advertised_api_keys(bootstrap: str) -> set[int]:
-    """The API keys the broker lists in its ApiVersions answer (raw request)."""
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=TIMEOUT) as sock:
-        frame = encode_request(ApiKey.API_VERSIONS, 0, 1, {})
-        sock.sendall(struct.pack(">i", len(frame)) + frame)
-        reader = sock.makefile("rb")
-        (size,) = struct.unpack(">i", reader.read(4))
-        _, body = decode_response(ApiKey.API_VERSIONS, 0, reader.read(size))
-    assert body.error_code == 0
-    return {entry.api_key for entry in body.api_keys}
-
-
 # --- compression and client interoperability ----------------------------------
 
 
@@ -194,12 +177,6 @@ def test_confluent_batches_in_every_codec_are_consumed_in_order_by_kafka_python(
     got = consume_kafka_python(shared_gregor.bootstrap, topic, 50)
 
     assert got == [(i, k, v, h) for i, (k, v, h) in enumerate(records)]
-    if codec == "lz4" and ApiKey.FIND_COORDINATOR not in _advertised_api_keys(
-        shared_gregor.bootstrap
-    ):
-        # rdkafka_feature.c: the LZ4 feature depends on FindCoordinator v0;
-        # without it librdkafka sends lz4 batches uncompressed.
-        pytest.xfail("librdkafka compresses with lz4 only if the broker serves FindCoordinator")
     # Gregor stored the client's batches as they came, still compressed.
     codecs = {h.attributes & COMPRESSION_MASK for h in segment_batches(shared_gregor, topic)}
     assert codecs == {CODECS[codec]}
@@ -618,8 +595,6 @@ def test_java_console_producer_and_consumer_round_trip_keys_and_values(shared_gr
 @needs_java
 def test_java_console_consumer_from_beginning_in_a_group(shared_gregor):
     """--from-beginning subscribes with a consumer group (FindCoordinator, JoinGroup...)."""
-    if ApiKey.FIND_COORDINATOR not in _advertised_api_keys(shared_gregor.bootstrap):
-        pytest.skip("Gregor does not serve the group APIs yet (no FindCoordinator)")
     topic = "java-console-group"
     bs = shared_gregor.bootstrap
     produce_ok(bs, topic, [(b"a", b"1", None), (b"b", b"2", None)])

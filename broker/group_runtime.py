@@ -1,0 +1,326 @@
+"""Runs the group coordinator (`coordinator/`) inside the broker.
+
+The coordinator is a pure state machine: requests and time go in, actions
+come out (`coordinator.actions`). This module is its driver, the only place
+that gives it I/O:
+
+- `request()` hands a decoded group request to the coordinator and waits for
+  the Reply carrying its token, which may come later (a JoinGroup parked
+  until the join phase ends, a commit until its records are written);
+- a Persist appends its records as one batch to the leader of the
+  `__consumer_offsets` partition and reports the outcome once the high
+  watermark covers them (acks=all), in the order the Persists came;
+- one timer task calls `tick()` at `next_deadline()`;
+- leadership of `__consumer_offsets` partitions: `load()` replays a
+  partition's records (COORDINATOR_LOAD_IN_PROGRESS until done), `unload()`
+  forgets it. A single node leads every partition; with replication the
+  broker will call the same two methods as leadership moves.
+
+`__consumer_offsets` is created when the first FindCoordinator for a group
+arrives, as Kafka does, with `offsets.topic.*` settings and
+cleanup.policy=compact. Time is wall-clock milliseconds: commit timestamps go
+into the log and are compared by later processes.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.cluster import TopicInfo
+from broker.topics import TopicError
+from coordinator import (
+    CoordinatorConfig,
+    GroupCoordinator,
+    Persist,
+    Reply,
+    RequestContext,
+)
+from logstore import LogError
+from wire.error_codes import ErrorCode
+from wire.errors import DecodeError
+from wire.records import RecordInput, build_batch, iter_batches, iter_records
+
+if TYPE_CHECKING:
+    from broker.partition import Partition
+    from broker.server import Broker
+
+log = logging.getLogger("gregor.groups")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+# How much of a partition's log one read brings in while loading.
+_LOAD_READ_BYTES = 4 * 1024 * 1024
+# Records replayed between yields to the event loop while loading.
+_LOAD_SLICE = 5000
+
+_COORDINATOR_KEYS = (
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.initial.rebalance.delay.ms",
+    "group.max.size",
+    "offsets.topic.num.partitions",
+    "offsets.retention.minutes",
+    "offsets.retention.check.interval.ms",
+    "offset.metadata.max.bytes",
+)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def coordinator_config(config, offsets_partitions: int | None) -> CoordinatorConfig:
+    """The coordinator's settings; the partition count of an existing
+    __consumer_offsets wins over the configured one, as in Kafka, so a changed
+    setting cannot move groups to other partitions."""
+    props = {k: config[k] for k in _COORDINATOR_KEYS}
+    if offsets_partitions:
+        props["offsets.topic.num.partitions"] = offsets_partitions
+    return CoordinatorConfig.from_properties(props)
+
+
+class GroupRuntime:
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.config = broker.config
+        existing = broker.cluster.topic(OFFSETS_TOPIC)
+        self.coordinator = GroupCoordinator(
+            coordinator_config(broker.config, existing and len(existing.partitions))
+        )
+        self._tokens = itertools.count(1)
+        # token -> [event, response]; the Reply for the token fills it in.
+        self._waiting: dict[int, list] = {}
+        # Persists waiting for the high watermark, per partition, in order:
+        # (write id, offset the high watermark must reach, deadline).
+        self._unreplicated: dict[int, collections.deque] = {}
+        self._timer_changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._loading: set[int] = set()
+
+    # --- lifecycle ------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The timer loop; loads the partitions this broker leads first."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._load_led_partitions()
+            task_status.started()
+            await self._run_timers()
+
+    def shutdown(self) -> None:
+        """Give up every partition: parked requests are answered NOT_COORDINATOR
+        (as Kafka does when the coordinator unloads at shutdown)."""
+        for index in range(self.coordinator.config.offsets_topic_num_partitions):
+            self.unload(index)
+
+    # --- the offsets topic ------------------------------------------------------
+
+    def ensure_topic(self, name: str) -> TopicInfo | None:
+        """The internal topic `name`, created (as Kafka does at the first
+        FindCoordinator) when it does not exist yet; None when it cannot be
+        created (too few brokers for its replication factor, a full disk)."""
+        cluster = self.broker.cluster
+        topic = cluster.topic(name)
+        if topic is not None:
+            return topic
+        config = self.config
+        if name == OFFSETS_TOPIC:
+            partitions = self.coordinator.config.offsets_topic_num_partitions
+            replication = config["offsets.topic.replication.factor"]
+            configs = {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+            }
+        else:
+            partitions = config["transaction.state.log.num.partitions"]
+            replication = config["transaction.state.log.replication.factor"]
+            configs = {
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+                "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+            }
+        try:
+            topic = self.broker.topics.create(name, partitions, replication, configs=configs)
+        except TopicError as e:
+            log.warning("cannot create %s: %s", name, e.message)
+            return None
+        log.info("created %s with %d partitions", name, partitions)
+        if name == OFFSETS_TOPIC:
+            self._load_led_partitions()
+        return topic
+
+    def _load_led_partitions(self) -> None:
+        topic = self.broker.cluster.topic(OFFSETS_TOPIC)
+        if topic is None or self._nursery is None:
+            return
+        for index, info in sorted(topic.partitions.items()):
+            if info.leader == self.broker.node_id:
+                self.load(index)
+
+    def load(self, index: int) -> None:
+        """This broker leads __consumer_offsets-`index`: replay it, then serve its groups."""
+        if self.coordinator.partition_state(index) is not None or index in self._loading:
+            return
+        self.coordinator.begin_loading(index)
+        self._loading.add(index)
+        self._nursery.start_soon(self._load, index)
+
+    async def _load(self, index: int) -> None:
+        started = time.monotonic()
+        partition = self.broker.replicas.get(OFFSETS_TOPIC, index)
+        count = 0
+        try:
+            if partition is not None:
+                offset = partition.log_start_offset
+                while True:
+                    end = partition.high_watermark
+                    if offset >= end:
+                        break
+                    chunk, offset = await trio.to_thread.run_sync(
+                        _read_records, partition, offset, end
+                    )
+                    if not chunk:
+                        break
+                    for i in range(0, len(chunk), _LOAD_SLICE):
+                        if index not in self._loading:
+                            return  # unloaded meanwhile
+                        self.coordinator.replay(index, chunk[i : i + _LOAD_SLICE], now_ms())
+                        await trio.sleep(0)
+                    count += len(chunk)
+        except (LogError, OSError, DecodeError) as e:
+            # Kafka keeps the partition unloaded (clients retry elsewhere or
+            # later); serving it with part of its state would lose commits.
+            log.error("loading %s-%d failed after %d records: %s", OFFSETS_TOPIC, index, count, e)
+            self._loading.discard(index)
+            self._execute(self.coordinator.unload(index, now_ms()))
+            return
+        if index not in self._loading:
+            return  # unloaded meanwhile
+        self._loading.discard(index)
+        self._execute(self.coordinator.finish_loading(index, now_ms()))
+        if count:
+            log.info(
+                "loaded %s-%d: %d records in %.0f ms",
+                OFFSETS_TOPIC,
+                index,
+                count,
+                (time.monotonic() - started) * 1000,
+            )
+
+    def unload(self, index: int) -> None:
+        """This broker no longer leads __consumer_offsets-`index`."""
+        self._loading.discard(index)
+        self._execute(self.coordinator.unload(index, now_ms()))
+        self._unreplicated.pop(index, None)
+
+    # --- requests ---------------------------------------------------------------
+
+    async def request(self, api_key: int, ctx, body) -> dict:
+        """Hand a group request to the coordinator; its response, when it comes."""
+        token = next(self._tokens)
+        slot = [trio.Event(), None]
+        self._waiting[token] = slot
+        host = ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
+        rctx = RequestContext(token, ctx.api_version, ctx.header.client_id or "", "/" + host)
+        try:
+            self._execute(self.coordinator.handle(api_key, rctx, body, now_ms()))
+            await slot[0].wait()
+            return slot[1]
+        finally:
+            self._waiting.pop(token, None)
+
+    # --- actions ----------------------------------------------------------------
+
+    def _execute(self, actions) -> None:
+        """Carry out actions in order, and those they lead to."""
+        queue = collections.deque(actions)
+        while queue:
+            action = queue.popleft()
+            if isinstance(action, Reply):
+                slot = self._waiting.get(action.token)
+                if slot is not None:
+                    slot[1] = action.response
+                    slot[0].set()
+            elif isinstance(action, Persist):
+                queue.extend(self._persist(action))
+        self._timer_changed.set()
+
+    def _persist(self, action: Persist) -> list:
+        partition = self.broker.replicas.get(OFFSETS_TOPIC, action.partition)
+        if partition is None or not partition.is_leader:
+            return self.coordinator.persisted(
+                action.write_id, now_ms(), ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
+        timestamp = now_ms()
+        batch = build_batch(
+            [RecordInput(r.key, r.value, (), timestamp) for r in action.records],
+            compression=self.config["offsets.topic.compression.codec"],
+        )
+        try:
+            info = partition.append_as_leader(bytearray(batch))
+        except LogError as e:
+            log.warning("writing to %r failed: %s", partition, e)
+            return self.coordinator.persisted(action.write_id, now_ms(), e.error_code)
+        pending = self._unreplicated.get(action.partition)
+        if not pending and partition.high_watermark >= info.next_offset:
+            return self.coordinator.persisted(action.write_id, now_ms())
+        # Wait for the in-sync replicas, in write order for this partition.
+        deadline = trio.current_time() + self.config["offsets.commit.timeout.ms"] / 1000
+        if pending is None:
+            pending = self._unreplicated[action.partition] = collections.deque()
+        pending.append((action.write_id, info.next_offset, deadline))
+        if len(pending) == 1:
+            self._nursery.start_soon(self._await_replication, action.partition, partition)
+        return []
+
+    async def _await_replication(self, index: int, partition: Partition) -> None:
+        pending = self._unreplicated.get(index)
+        while pending:
+            write_id, offset, deadline = pending[0]
+            with trio.move_on_at(deadline):
+                while partition.high_watermark < offset:
+                    await partition.wait_for_change()
+            error = (
+                ErrorCode.NONE
+                if partition.high_watermark >= offset
+                else (ErrorCode.REQUEST_TIMED_OUT)
+            )
+            pending.popleft()
+            self._execute(self.coordinator.persisted(write_id, now_ms(), error))
+        self._unreplicated.pop(index, None)
+
+    async def _run_timers(self) -> None:
+        while True:
+            deadline = self.coordinator.next_deadline()
+            self._timer_changed = trio.Event()
+            if deadline is None:
+                await self._timer_changed.wait()
+                continue
+            delay = (deadline - now_ms()) / 1000
+            if delay > 0:
+                with trio.move_on_after(delay):
+                    await self._timer_changed.wait()
+                continue
+            self._execute(self.coordinator.tick(now_ms()))
+
+
+def _read_records(partition: Partition, offset: int, end: int) -> tuple[list, int]:
+    """Blocking: the (key, value) pairs of the data batches from `offset`
+    below `end`, about _LOAD_READ_BYTES of them, and the offset after them."""
+    result = partition.log.read(offset, _LOAD_READ_BYTES, end, True)
+    data = result.read_bytes()
+    records = []
+    for pos, header in iter_batches(data):
+        offset = header.next_offset
+        if header.is_control:
+            continue
+        records.extend((r.key, r.value) for r in iter_records(data, pos))
+    return records, offset

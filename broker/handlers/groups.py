@@ -1,0 +1,94 @@
+"""The classic group APIs, served by the group coordinator (broker/group_runtime.py).
+
+JoinGroup 0-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit
+2-9, OffsetFetch 1-9, DescribeGroups 0-5, ListGroups 0-5, DeleteGroups 0-2,
+OffsetDelete 0: the versions Kafka 4.x serves (librdkafka still checks that the
+group APIs start at 0). The coordinator shapes every response; the broker adds
+only what needs cluster metadata, as Kafka's KafkaApis does: partitions of
+topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit and
+OffsetDelete without reaching the coordinator.
+"""
+
+from __future__ import annotations
+
+from broker.registry import handles
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+from wire.values import Struct
+
+
+def _forward(api_key: int):
+    async def handler(ctx, request):
+        return await ctx.broker.groups.request(api_key, ctx, request)
+
+    handler.__name__ = ApiKey(api_key).name.lower()
+    return handler
+
+
+join_group = handles(ApiKey.JOIN_GROUP, "0-9")(_forward(ApiKey.JOIN_GROUP))
+sync_group = handles(ApiKey.SYNC_GROUP, "0-5")(_forward(ApiKey.SYNC_GROUP))
+heartbeat = handles(ApiKey.HEARTBEAT, "0-4")(_forward(ApiKey.HEARTBEAT))
+leave_group = handles(ApiKey.LEAVE_GROUP, "0-5")(_forward(ApiKey.LEAVE_GROUP))
+offset_fetch = handles(ApiKey.OFFSET_FETCH, "1-9")(_forward(ApiKey.OFFSET_FETCH))
+describe_groups = handles(ApiKey.DESCRIBE_GROUPS, "0-5")(_forward(ApiKey.DESCRIBE_GROUPS))
+list_groups = handles(ApiKey.LIST_GROUPS, "0-5")(_forward(ApiKey.LIST_GROUPS))
+delete_groups = handles(ApiKey.DELETE_GROUPS, "0-2")(_forward(ApiKey.DELETE_GROUPS))
+
+
+def _split_unknown_partitions(ctx, request):
+    """(request with only existing partitions, [(topic, [(partition, UNKNOWN...)])])."""
+    cluster = ctx.broker.cluster
+    known_topics = []
+    unknown = []
+    for topic in request.topics:
+        info = cluster.topic(topic.name)
+        known = [
+            p for p in topic.partitions if info is not None and p.partition_index in info.partitions
+        ]
+        missing = [
+            p for p in topic.partitions if info is None or p.partition_index not in info.partitions
+        ]
+        if known:
+            known_topics.append(Struct(topic, partitions=known))
+        if missing:
+            unknown.append(
+                (
+                    topic.name,
+                    [(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for p in missing],
+                )
+            )
+    return Struct(request, topics=known_topics), unknown
+
+
+def _merge_topic_results(response: dict, unknown, partition_key: str) -> dict:
+    """Add the UNKNOWN_TOPIC_OR_PARTITION results to a response's topics."""
+    topics = response.setdefault("topics", [])
+    by_name = {t["name"]: t for t in topics}
+    for name, results in unknown:
+        entry = by_name.get(name)
+        if entry is None:
+            entry = {"name": name, partition_key: []}
+            topics.append(entry)
+            by_name[name] = entry
+        entry[partition_key].extend(
+            {"partition_index": index, "error_code": int(code)} for index, code in results
+        )
+    return response
+
+
+@handles(ApiKey.OFFSET_COMMIT, "2-9")
+async def offset_commit(ctx, request):
+    known, unknown = _split_unknown_partitions(ctx, request)
+    if unknown and not known.topics:
+        return _merge_topic_results({"throttle_time_ms": 0, "topics": []}, unknown, "partitions")
+    response = await ctx.broker.groups.request(ApiKey.OFFSET_COMMIT, ctx, known)
+    return _merge_topic_results(response, unknown, "partitions")
+
+
+@handles(ApiKey.OFFSET_DELETE, "0")
+async def offset_delete(ctx, request):
+    known, unknown = _split_unknown_partitions(ctx, request)
+    response = await ctx.broker.groups.request(ApiKey.OFFSET_DELETE, ctx, known)
+    if response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
+        return response
+    return _merge_topic_results(response, unknown, "partitions")
