@@ -55,6 +55,9 @@ class ReplicaManager:
         # Where each partition's directory lives.
         self._dir_of: dict[tuple[str, int], str] = {}
         self._offline_dirs: set[str] = set()
+        self._duties_scope = trio.CancelScope()
+        self._duties_done = trio.Event()
+        self._duties_started = False
 
     # --- lookup ---------------------------------------------------------------
 
@@ -203,12 +206,30 @@ class ReplicaManager:
     # --- background duties -----------------------------------------------------
 
     def start_background(self, nursery: trio.Nursery) -> None:
+        self._duties_started = True
+        nursery.start_soon(self._run_duties)
+
+    async def _run_duties(self) -> None:
         config = self.broker.config
-        nursery.start_soon(self._every, config.log_retention_check_interval_ms, self._retention)
-        nursery.start_soon(self._every, config.log_flush_scheduler_interval_ms, self._flush_due)
-        nursery.start_soon(
-            self._every, config.log_flush_offset_checkpoint_interval_ms, self._checkpoint
-        )
+        with self._duties_scope:
+            async with trio.open_nursery() as duties:
+                duties.start_soon(
+                    self._every, config.log_retention_check_interval_ms, self._retention
+                )
+                duties.start_soon(
+                    self._every, config.log_flush_scheduler_interval_ms, self._flush_due
+                )
+                duties.start_soon(
+                    self._every, config.log_flush_offset_checkpoint_interval_ms, self._checkpoint
+                )
+        self._duties_done.set()
+
+    async def stop_background(self) -> None:
+        """Stop the duties and wait for one that is running (in a worker
+        thread) to finish, so none acts on a log being closed."""
+        self._duties_scope.cancel()
+        if self._duties_started:
+            await self._duties_done.wait()
 
     async def _every(self, interval_ms: int, duty) -> None:
         interval = max(interval_ms, 10) / 1000

@@ -118,6 +118,7 @@ class Broker:
                 conn.stop_when_idle()
             while self._connections:
                 await trio.sleep(0.01)
+        await self.replicas.stop_background()
         await trio.to_thread.run_sync(self.replicas.close_all)
         log.info("stopped: logs flushed and checkpointed")
         self._stopped.set()

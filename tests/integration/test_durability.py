@@ -313,12 +313,6 @@ def test_restart_after_kill_9_cuts_a_torn_batch_off_the_log_end(gregor):
     assert sorted(more) == [(0, 50)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER BUG: a graceful stop closes the logs while the background duties "
-    "(retention, flush, checkpoints) keep running, so they act on closed logs: "
-    "'WARNING gregor.replicas: retention of Partition(...) failed: log ... is closed'",
-)
 def test_graceful_stop_runs_no_background_duty_on_closed_logs(gregor_factory):
     broker = gregor_factory(
         {"log.retention.check.interval.ms": 10, "log.flush.scheduler.interval.ms": 10}
