@@ -48,8 +48,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gregor(data_dir: str) -> tuple[subprocess.Popen, str, float]:
+def start_gregor(data_dir: str, overrides=()) -> tuple[subprocess.Popen, str, float]:
     port = free_port()
+    extra = [arg for kv in overrides for arg in ("--override", kv)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [
@@ -59,6 +60,7 @@ def start_gregor(data_dir: str) -> tuple[subprocess.Popen, str, float]:
             "--override", "node.id=1",
             "--override", f"num.partitions={PARTITIONS}",
             "--log-level", "WARNING",
+            *extra,
         ],
         cwd=REPO,
     )  # fmt: skip
