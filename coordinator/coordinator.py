@@ -1496,7 +1496,18 @@ class GroupCoordinator:
                 continue
             group = self._groups.get(group_id)
             if group is None or group.state is S.DEAD:
-                described.append(R.described_group(group_id, state=S.DEAD.value))
+                # v6 (Kafka 4.3) says why; older versions only show the state.
+                if ctx.api_version >= 6:
+                    described.append(
+                        R.described_group(
+                            group_id,
+                            E.GROUP_ID_NOT_FOUND,
+                            state=S.DEAD.value,
+                            message=f"Group {group_id} not found.",
+                        )
+                    )
+                else:
+                    described.append(R.described_group(group_id, state=S.DEAD.value))
                 continue
             stable = group.state is S.STABLE
             members = [

@@ -149,9 +149,11 @@ def described_group(
     protocol_type: str = "",
     protocol_data: str = "",
     members: list[dict] | None = None,
+    message: str | None = None,
 ) -> dict:
     return {
         "error_code": int(error),
+        "error_message": message,
         "group_id": group_id,
         "group_state": state,
         "protocol_type": protocol_type,

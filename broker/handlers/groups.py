@@ -1,7 +1,7 @@
 """The classic group APIs, served by the group coordinator (broker/group_runtime.py).
 
 JoinGroup 0-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit
-2-9, OffsetFetch 1-9, DescribeGroups 0-5, ListGroups 0-5, DeleteGroups 0-2,
+2-9, OffsetFetch 1-9, DescribeGroups 0-6 (v6 is Kafka 4.3's), ListGroups 0-5, DeleteGroups 0-2,
 OffsetDelete 0: the versions Kafka 4.x serves (librdkafka still checks that the
 group APIs start at 0). The coordinator shapes every response; the broker adds
 only what needs cluster metadata, as Kafka's KafkaApis does: partitions of
@@ -30,7 +30,7 @@ sync_group = handles(ApiKey.SYNC_GROUP, "0-5")(_forward(ApiKey.SYNC_GROUP))
 heartbeat = handles(ApiKey.HEARTBEAT, "0-4")(_forward(ApiKey.HEARTBEAT))
 leave_group = handles(ApiKey.LEAVE_GROUP, "0-5")(_forward(ApiKey.LEAVE_GROUP))
 offset_fetch = handles(ApiKey.OFFSET_FETCH, "1-9")(_forward(ApiKey.OFFSET_FETCH))
-describe_groups = handles(ApiKey.DESCRIBE_GROUPS, "0-5")(_forward(ApiKey.DESCRIBE_GROUPS))
+describe_groups = handles(ApiKey.DESCRIBE_GROUPS, "0-6")(_forward(ApiKey.DESCRIBE_GROUPS))
 list_groups = handles(ApiKey.LIST_GROUPS, "0-5")(_forward(ApiKey.LIST_GROUPS))
 delete_groups = handles(ApiKey.DELETE_GROUPS, "0-2")(_forward(ApiKey.DELETE_GROUPS))
 

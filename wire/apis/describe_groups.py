@@ -5,7 +5,7 @@ from wire.schema import F, api
 DESCRIBE_GROUPS = api(
     15,
     "DescribeGroups",
-    valid="0-5",
+    valid="0-6",
     flexible="5+",
     request=[
         F("groups", "[]string", "0+"),
@@ -15,6 +15,7 @@ DESCRIBE_GROUPS = api(
         F("throttle_time_ms", "int32", "1+"),
         F("groups", "[]DescribedGroup", "0+",
             F("error_code", "int16", "0+"),
+            F("error_message", "string", "6+", nullable="6+", default=None),
             F("group_id", "string", "0+"),
             F("group_state", "string", "0+"),
             F("protocol_type", "string", "0+"),
