@@ -105,10 +105,12 @@ class Harness:
         for p in held:
             if error != E.NONE:
                 self.failed_writes += 1
-                # A failed append leaves nothing in the log.
+                # A failed append leaves nothing in the log. Its records are the
+                # last of their kind there: an identical earlier record (a
+                # tombstone written before) must stay.
                 log = self.log[p.partition]
                 for rec in p.records:
-                    log.remove(rec)
+                    del log[len(log) - 1 - log[::-1].index(rec)]
             self.run(self.coord.persisted(p.write_id, self.now, error))
 
     def advance(self, ms: int) -> None:
