@@ -39,15 +39,23 @@ def topic_entry(ctx, topic, include_operations: bool) -> dict:
     for index in sorted(topic.partitions):
         p = topic.partitions[index]
         leader_live = p.leader in live
+        error = ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE
+        offline = [r for r in p.replicas if r not in live]
+        local = ctx.broker.replicas.get(topic.name, index)
+        if local is not None and local.log.offline:
+            # This broker's replica lost its log dir.
+            offline.append(ctx.broker.node_id)
+            if p.leader == ctx.broker.node_id:
+                error = ErrorCode.KAFKA_STORAGE_ERROR
         partitions.append(
             {
-                "error_code": ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
+                "error_code": error,
                 "partition_index": index,
                 "leader_id": p.leader if leader_live else -1,
                 "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas),
                 "isr_nodes": list(p.isr),
-                "offline_replicas": [r for r in p.replicas if r not in live],
+                "offline_replicas": offline,
             }
         )
     return {

@@ -396,12 +396,6 @@ def test_failed_fsync_does_not_stop_flushing_the_other_logs(tmp_path, monkeypatc
     assert seen["healthy flushed"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BROKER DIVERGENCE: Metadata and ListOffsets still answer NONE for a partition "
-    "whose log is offline (Metadata: led by this broker; ListOffsets: its log end "
-    "offset); Kafka answers KAFKA_STORAGE_ERROR for both and lists the replica offline",
-)
 def test_offline_log_is_reported_by_metadata_and_list_offsets(tmp_path, monkeypatch):
     seen, _ = _run_in_process_broker(tmp_path, monkeypatch, _offline_scenario)
     assert seen["doomed list offsets"] == ErrorCode.KAFKA_STORAGE_ERROR
