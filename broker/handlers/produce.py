@@ -2,9 +2,16 @@
 
 v0-2 are advertised because librdkafka checks for them before enabling
 compression (CLIENTS.md), as Kafka 4.x does; their magic 0/1 message sets
-are refused per partition like any invalid record. acks=0 gets no answer;
-acks=1 and acks=-1 are answered once the append is done and, for -1, once the
-in-sync replicas have it (at once on a single node).
+are refused per partition like any invalid record. acks=0 gets no answer
+(a failure closes the connection, as in Kafka); acks=1 and acks=-1 are
+answered once the append is done and, for -1, once the in-sync replicas have
+it (at once on a single node).
+
+Each partition goes through Kafka's checks in Kafka's order, because the
+first that fails decides the answer (broker/validation.py): unknown topic or
+partition, one whole batch, acks, internal topic, leadership, min.insync,
+then the batch and its records. Like Kafka, most errors carry no message;
+those found while appending report the partition's log start offset.
 """
 
 from __future__ import annotations
@@ -14,8 +21,14 @@ import time
 
 import trio
 
+from broker.connection import CloseConnection
 from broker.registry import handles
-from broker.validation import RecordsError, validate_records
+from broker.validation import (
+    RecordsError,
+    check_single_batch,
+    first_batch_is_transactional,
+    validate_records,
+)
 from logstore import InvalidProducerEpoch, LogError, OutOfOrderSequence
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -40,6 +53,10 @@ def _partition_response(
 
 
 def error_response(request, code, message=None):
+    """Every partition of the request fails with `code` (and `message`).
+    None with acks=0: Kafka then closes the connection instead."""
+    if request.acks == 0:
+        return None
     return {
         "responses": [
             {
@@ -58,8 +75,18 @@ def error_response(request, code, message=None):
 async def produce(ctx, request):
     broker = ctx.broker
     acks = request.acks
-    if acks not in (-1, 0, 1):
-        return error_response(request, ErrorCode.INVALID_REQUIRED_ACKS)
+    try:
+        # Kafka looks at the first batch of every partition before anything
+        # else: one it cannot read fails the whole request.
+        transactional = any(
+            first_batch_is_transactional(p.records)
+            for t in request.topic_data
+            for p in t.partition_data
+        )
+    except RecordsError as e:
+        return _whole_request_error(request, e.code, e.message)
+    if transactional and request.transactional_id is None:
+        return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     now = time.time_ns() // 1_000_000
     responses = []
     waits = []  # (partition, offset the high watermark must reach)
@@ -73,39 +100,46 @@ async def produce(ctx, request):
                 waits.append(wait)
         responses.append({"name": topic_data.name, "partition_responses": results})
     if acks == 0:
+        if any(r["error_code"] for t in responses for r in t["partition_responses"]):
+            # The only way Kafka can tell an acks=0 producer that it failed.
+            raise CloseConnection("a Produce request with acks=0 failed")
         return None
     if acks == -1 and waits:
         await _await_replication(waits, request.timeout_ms)
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def _whole_request_error(request, code, message=None):
+    response = error_response(request, code, message)
+    if response is None:
+        raise CloseConnection(f"a Produce request with acks=0 failed: {ErrorCode(code).name}")
+    return response
+
+
 def _append(ctx, topic, name, pdata, now, acks):
+    """(partition response, wait) for one partition, its checks in Kafka's order."""
     broker = ctx.broker
-    if topic is None:
-        return _partition_response(pdata.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+    index = pdata.index
+    if topic is None or index not in topic.partitions:
+        return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+    records = pdata.records
+    if ctx.api_version >= 3:
+        try:
+            size = check_single_batch(records, ctx.api_version)
+        except RecordsError as e:
+            return _partition_response(index, e.code), None
+        records = records[:size]
+    if acks not in (-1, 0, 1):
+        return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS), None
     if topic.is_internal:
-        return (
-            _partition_response(
-                pdata.index,
-                ErrorCode.INVALID_TOPIC_EXCEPTION,
-                f"Cannot append to internal topic {name}",
-            ),
-            None,
-        )
-    partition = broker.replicas.get(name, pdata.index)
-    if partition is None:
-        code = (
-            ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if pdata.index in topic.partitions
-            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
-        return _partition_response(pdata.index, code), None
-    if not partition.is_leader:
-        return _partition_response(pdata.index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
+        return _partition_response(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
+    partition = broker.replicas.get(name, index)
+    if partition is None or not partition.is_leader:
+        return _partition_response(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
     if ctx.api_version < 3:
         return (
             _partition_response(
-                pdata.index,
+                index,
                 ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
                 "Produce v0-2 (message format v0/v1) is not supported; use v3 or later",
             ),
@@ -113,41 +147,40 @@ def _append(ctx, topic, name, pdata, now, acks):
         )
     limits = broker.topic_limits(topic)
     if acks == -1 and len(partition.isr) < limits.min_insync_replicas:
-        return (
-            _partition_response(
-                pdata.index,
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {partition.isr} is insufficient to satisfy the "
-                f"min.isr requirement of {limits.min_insync_replicas}",
-            ),
-            None,
-        )
+        return _failed(partition, index, ErrorCode.NOT_ENOUGH_REPLICAS), None
     try:
-        validate_records(pdata.records, limits, now)
+        records = validate_records(records, limits, f"{name}-{index}", now)
     except RecordsError as e:
-        return _partition_response(
-            pdata.index, e.code, e.message, record_errors=e.batch_errors
-        ), None
+        if not e.reports_log_start_offset:
+            return _partition_response(
+                index, e.code, e.message, record_errors=e.record_errors
+            ), None
+        return _failed(partition, index, e.code, e.message, e.record_errors), None
     try:
-        info = partition.append_as_leader(pdata.records)
-    except OutOfOrderSequence as e:
-        return _partition_response(
-            pdata.index, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, str(e)
-        ), None
-    except InvalidProducerEpoch as e:
-        return _partition_response(pdata.index, ErrorCode.INVALID_PRODUCER_EPOCH, str(e)), None
+        info = partition.append_as_leader(records)
+    except OutOfOrderSequence:
+        return _failed(partition, index, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
+    except InvalidProducerEpoch:
+        return _failed(partition, index, ErrorCode.INVALID_PRODUCER_EPOCH), None
     except LogError as e:
         log.warning("append to %r failed: %s", partition, e)
-        return _partition_response(pdata.index, ErrorCode(e.error_code), str(e)), None
+        return _partition_response(index, ErrorCode(e.error_code), str(e)), None
     return (
         _partition_response(
-            pdata.index,
+            index,
             ErrorCode.NONE,
             base_offset=info.first_offset,
             append_time=now if limits.log_append_time else -1,
             start=partition.log_start_offset,
         ),
         (partition, info.next_offset),
+    )
+
+
+def _failed(partition, index, code, message=None, record_errors=()):
+    """An error Kafka finds while appending: it reports the log start offset."""
+    return _partition_response(
+        index, code, message, start=partition.log_start_offset, record_errors=record_errors
     )
 
 

@@ -301,7 +301,7 @@ def test_one_mib_value_is_refused_with_message_too_large_at_kafkas_default_limit
         bootstrap_servers=shared_gregor.bootstrap, max_request_size=2 * MIB, retries=0
     )
     future = producer.send(topic, value=value, partition=0)
-    with pytest.raises(MessageSizeTooLargeError, match="1048588"):
+    with pytest.raises(MessageSizeTooLargeError):  # (Kafka sends no message with it)
         future.get(TIMEOUT)
     producer.close()
 
