@@ -4,6 +4,7 @@ from broker.handlers import (  # noqa: F401
     api_versions,
     configs,
     describe_cluster,
+    describe_topic_partitions,
     fetch,
     find_coordinator,
     groups,
