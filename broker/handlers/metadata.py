@@ -117,6 +117,12 @@ async def metadata(ctx, request):
                     )
                     topics.append(_error_entry(name, code))
                     continue
+                # Kafka hands the creation to its controller and answers this
+                # request with LEADER_NOT_AVAILABLE; clients ask again and
+                # find the topic. Answering the same way keeps clients on the
+                # code path they take with Kafka.
+                topics.append(_error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE))
+                continue
             topics.append(topic_entry(ctx, topic, include_ops))
     return {
         "throttle_time_ms": 0,

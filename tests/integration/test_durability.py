@@ -10,8 +10,6 @@ reads the segments, indexes and producer snapshots.
 from __future__ import annotations
 
 import re
-import socket
-import struct
 import time
 from pathlib import Path
 
@@ -19,12 +17,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration.raw_request import RawClient
+from tests.integration.raw_request import idempotent_batch as batch
 from tools import kafka_cli
-from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.protocol import decode_response, encode_request
 from wire.records import RecordInput, build_batch
-from wire.schema import ZERO_UUID
 
 TIMEOUT = 20.0
 SEGMENT = "0" * 20
@@ -76,80 +73,6 @@ def read_partition(bootstrap, topic, partition) -> list[tuple]:
 def restart_log(broker) -> str:
     """The restarted broker's log, after its listener is up."""
     return broker.log()
-
-
-class RawClient:
-    def __init__(self, bootstrap: str):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-        self.reader = self.sock.makefile("rb")
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
-
-    def request(self, api_key, version, body):
-        self.correlation_id += 1
-        frame = encode_request(api_key, version, self.correlation_id, body)
-        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", self.reader.read(4))
-        correlation_id, response = decode_response(api_key, version, self.reader.read(size))
-        assert correlation_id == self.correlation_id
-        return response
-
-    def create_topic(self, topic: str) -> None:
-        response = self.request(
-            ApiKey.METADATA,
-            12,
-            {
-                "topics": [{"name": topic, "topic_id": ZERO_UUID}],
-                "allow_auto_topic_creation": True,
-                "include_topic_authorized_operations": False,
-            },
-        )
-        assert response.topics[0].error_code == ErrorCode.NONE
-
-    def init_producer_id(self) -> tuple[int, int]:
-        response = self.request(
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            {
-                "transactional_id": None,
-                "transaction_timeout_ms": 60000,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            },
-        )
-        assert response.error_code == ErrorCode.NONE
-        return response.producer_id, response.producer_epoch
-
-    def produce(self, topic: str, batch: bytes) -> tuple[int, int]:
-        response = self.request(
-            ApiKey.PRODUCE,
-            9,
-            {
-                "transactional_id": None,
-                "acks": -1,
-                "timeout_ms": 10000,
-                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-            },
-        )
-        [part] = response.responses[0].partition_responses
-        return part.error_code, part.base_offset
-
-
-def batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
-    """An idempotent producer's batch, stamped now as clients do (a producer
-    whose last timestamp is older than producer.id.expiration.ms is forgotten,
-    so batches without timestamps would expire on a restart, in Kafka too)."""
-    now = int(time.time() * 1000)
-    return build_batch(
-        [RecordInput(b"k", v, timestamp=now) for v in values],
-        producer_id=pid,
-        producer_epoch=epoch,
-        base_sequence=seq,
-    )
 
 
 # --- acknowledged records survive ----------------------------------------------------

@@ -20,8 +20,6 @@ by `wire`, one socket, so every field is under the test's control.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 
 import kafka
@@ -29,14 +27,13 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.integration.lossy_proxy import LossyProxy
+from tests.integration.raw_request import RawClient
+from tests.integration.raw_request import idempotent_batch as batch
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.protocol import decode_response, encode_request
-from wire.records import RecordInput, build_batch
-from wire.schema import ZERO_UUID
+from wire.protocol import decode_response
 
 TIMEOUT = 20.0
-PRODUCE_VERSION = 9
 
 
 # --- helpers ----------------------------------------------------------------------
@@ -65,84 +62,6 @@ def consume_all(bootstrap, topic, expected_count, partition=0) -> list[tuple]:
     finally:
         consumer.close()
     return got
-
-
-class RawClient:
-    """One connection, one request at a time, bodies built and read by `wire`."""
-
-    def __init__(self, bootstrap: str):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-        self.reader = self.sock.makefile("rb")
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
-
-    def request(self, api_key: int, version: int, body: dict):
-        self.correlation_id += 1
-        frame = encode_request(api_key, version, self.correlation_id, body)
-        self.sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", self.reader.read(4))
-        correlation_id, response = decode_response(api_key, version, self.reader.read(size))
-        assert correlation_id == self.correlation_id
-        return response
-
-    def create_topic(self, topic: str) -> None:
-        """Auto-create `topic` (one partition) with a Metadata request."""
-        response = self.request(
-            ApiKey.METADATA,
-            12,
-            {
-                "topics": [{"name": topic, "topic_id": ZERO_UUID}],
-                "allow_auto_topic_creation": True,
-                "include_topic_authorized_operations": False,
-            },
-        )
-        assert response.topics[0].error_code == ErrorCode.NONE
-
-    def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
-        response = self.request(
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            {
-                "transactional_id": None,
-                "transaction_timeout_ms": 60000,
-                "producer_id": producer_id,
-                "producer_epoch": epoch,
-            },
-        )
-        assert response.error_code == ErrorCode.NONE
-        return response.producer_id, response.producer_epoch
-
-    def produce(self, topic: str, batch: bytes, acks: int = -1) -> tuple[int, int]:
-        """(error code, base offset) of one batch to partition 0."""
-        response = self.request(
-            ApiKey.PRODUCE,
-            PRODUCE_VERSION,
-            {
-                "transactional_id": None,
-                "acks": acks,
-                "timeout_ms": 10000,
-                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-            },
-        )
-        [part] = response.responses[0].partition_responses
-        return part.error_code, part.base_offset
-
-
-def batch(pid: int, epoch: int, seq: int, *values: bytes) -> bytes:
-    """An idempotent producer's batch, stamped now as clients do (a producer
-    whose last timestamp is older than producer.id.expiration.ms is forgotten,
-    so batches without timestamps would expire on a restart, in Kafka too)."""
-    now = int(time.time() * 1000)
-    return build_batch(
-        [RecordInput(b"k", v, timestamp=now) for v in values],
-        producer_id=pid,
-        producer_epoch=epoch,
-        base_sequence=seq,
-    )
 
 
 @pytest.fixture
