@@ -1,0 +1,267 @@
+"""Consumer groups on Gregor with the other clients, as on Apache Kafka:
+kafka-python and aiokafka members subscribe, commit and resume; Kafka's own
+console consumer commits in a group, and kafka-consumer-groups lists,
+describes (offsets and lag), resets and deletes groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+import time
+
+import aiokafka
+import kafka
+import pytest
+from kafka.structs import OffsetAndMetadata
+
+from tests.gregor_process import GregorProcess
+from tests.integration.clients import GROUP_OVERRIDES, Member, committed, poll_until, wait_until
+from tests.integration.test_produce_consume import TIMEOUT, create_topic, needs_java, produce_ok
+from tools import kafka_cli
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = GregorProcess(tmp_path_factory.mktemp("clients") / "data", GROUP_OVERRIDES).start()
+    yield process
+    process.stop()
+
+
+def fill(bootstrap, topic, partitions, per_partition, timestamps=None) -> None:
+    """`per_partition` records on each partition, valued "<partition>-<offset>"."""
+    create_topic(bootstrap, topic, partitions=partitions)
+    for p in range(partitions):
+        records = [
+            (None, f"{p}-{i}".encode(), None, *([timestamps[i]] if timestamps else []))
+            for i in range(per_partition)
+        ]
+        produce_ok(bootstrap, topic, records, partition=p)
+
+
+# --- kafka-python ------------------------------------------------------------------------
+
+
+def kafka_python_member(bootstrap, group, topic, **conf) -> kafka.KafkaConsumer:
+    return kafka.KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=300,
+        **conf,
+    )
+
+
+def kafka_python_poll(consumer, count) -> list[tuple[int, int]]:
+    """(partition, offset) of the next `count` records."""
+    got = []
+    deadline = time.monotonic() + TIMEOUT
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"timed out with {len(got)} of {count} records"
+        for records in consumer.poll(timeout_ms=200, max_records=count - len(got)).values():
+            got += [(r.partition, r.offset) for r in records]
+    return got
+
+
+def test_kafka_python_member_commits_and_the_next_one_resumes_there(broker):
+    topic = group = "kafka-python-resume"
+    fill(broker.bootstrap, topic, 2, 10)
+    first = kafka_python_member(broker.bootstrap, group, topic)
+    try:
+        got = kafka_python_poll(first, 20)
+        assert sorted(got) == [(p, o) for p in range(2) for o in range(10)]
+        # Commit a position in the middle of each partition, with metadata.
+        first.commit(
+            {
+                kafka.TopicPartition(topic, 0): OffsetAndMetadata(4, "half", -1),
+                kafka.TopicPartition(topic, 1): OffsetAndMetadata(7, "", -1),
+            }
+        )
+        assert first.committed(kafka.TopicPartition(topic, 0)) == 4
+        assert first.committed(kafka.TopicPartition(topic, 0), metadata=True).metadata == "half"
+    finally:
+        first.close()
+
+    second = kafka_python_member(broker.bootstrap, group, topic)
+    try:
+        got = kafka_python_poll(second, 9)
+        assert sorted(got) == [(0, o) for o in range(4, 10)] + [(1, o) for o in range(7, 10)]
+        second.commit()  # the positions: the end of both partitions
+    finally:
+        second.close()
+    assert committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+
+
+def test_two_kafka_python_members_split_the_partitions(broker):
+    topic = group = "kafka-python-split"
+    create_topic(broker.bootstrap, topic, partitions=4)
+    members = [kafka_python_member(broker.bootstrap, group, topic) for _ in range(2)]
+    stop = threading.Event()
+
+    def run(consumer):  # each kafka-python member polls in its own thread
+        while not stop.is_set():
+            consumer.poll(timeout_ms=100)
+
+    threads = [threading.Thread(target=run, args=(m,), daemon=True) for m in members]
+    for t in threads:
+        t.start()
+    try:
+        owned = wait_until(
+            lambda: (
+                [{tp.partition for tp in m.assignment()} for m in members]
+                if sum(len(m.assignment()) for m in members) == 4
+                else None
+            ),
+            "both members with two partitions",
+        )
+        assert sorted(map(len, owned)) == [2, 2]
+        assert owned[0] | owned[1] == {0, 1, 2, 3}
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(TIMEOUT)
+        for m in members:
+            m.close()
+
+
+# --- aiokafka ----------------------------------------------------------------------------
+
+
+def test_aiokafka_member_commits_and_the_next_one_resumes_there(broker):
+    topic = group = "aiokafka-resume"
+    fill(broker.bootstrap, topic, 2, 10)
+
+    async def consume(count):
+        consumer = aiokafka.AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=broker.bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
+        )
+        await consumer.start()
+        try:
+            got = []
+            while len(got) < count:
+                batch = await consumer.getmany(timeout_ms=200, max_records=count - len(got))
+                got += [(r.partition, r.offset) for rs in batch.values() for r in rs]
+            return consumer, got
+        except BaseException:
+            await consumer.stop()
+            raise
+
+    async def scenario():
+        consumer, first = await consume(20)
+        try:
+            await consumer.commit(
+                {
+                    aiokafka.TopicPartition(topic, 0): 3,
+                    aiokafka.TopicPartition(topic, 1): 8,
+                }
+            )
+            marks = [await consumer.committed(aiokafka.TopicPartition(topic, p)) for p in (0, 1)]
+        finally:
+            await consumer.stop()
+        consumer, second = await consume(9)
+        try:
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return first, marks, second
+
+    first, marks, second = asyncio.run(asyncio.wait_for(scenario(), 3 * TIMEOUT))
+    assert sorted(first) == [(p, o) for p in range(2) for o in range(10)]
+    assert marks == [3, 8]
+    assert sorted(second) == [(0, o) for o in range(3, 10)] + [(1, 8), (1, 9)]
+    assert committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+
+
+# --- Kafka's Java tools --------------------------------------------------------------------
+
+
+def consumer_groups(bootstrap, *args):
+    return kafka_cli.run_tool("kafka-consumer-groups", "--bootstrap-server", bootstrap, *args)
+
+
+def describe_offsets(bootstrap, group) -> dict[int, tuple[int, int, int]]:
+    """partition -> (CURRENT-OFFSET, LOG-END-OFFSET, LAG) from --describe."""
+    result = consumer_groups(bootstrap, "--describe", "--group", group)
+    assert result.returncode == 0, result.stderr
+    header, *rows = [line.split() for line in result.stdout.splitlines() if line.strip()]
+    assert header[:6] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+    return {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows if r[0] == group}
+
+
+def reset_offsets(bootstrap, group, topic, *how) -> None:
+    result = consumer_groups(
+        bootstrap, "--reset-offsets", "--group", group, "--topic", topic, *how, "--execute"
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@needs_java
+def test_console_consumer_in_a_group_and_kafka_consumer_groups_manage_its_offsets(broker):
+    bs = broker.bootstrap
+    topic = group = "java-groups"
+    base = int(time.time() * 1000) - 100_000
+    fill(bs, topic, 3, 10, timestamps=[base + 1000 * i for i in range(10)])
+
+    consumed = kafka_cli.run_tool(
+        "kafka-console-consumer", "--bootstrap-server", bs, "--topic", topic,
+        "--group", group, "--from-beginning", "--max-messages", "30", "--timeout-ms", "20000",
+    )  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.split()) == sorted(
+        f"{p}-{i}" for p in range(3) for i in range(10)
+    )
+
+    listed = consumer_groups(bs, "--list")
+    assert group in listed.stdout.split()
+    # The console consumer committed what it consumed when it closed.
+    assert describe_offsets(bs, group) == {p: (10, 10, 0) for p in range(3)}
+    produce_ok(bs, topic, [(None, b"late", None)] * 4, partition=1)
+    assert describe_offsets(bs, group) == {0: (10, 10, 0), 1: (10, 14, 4), 2: (10, 10, 0)}
+
+    reset_offsets(bs, group, topic, "--to-earliest")
+    assert committed(bs, group, topic, 3) == {0: 0, 1: 0, 2: 0}
+    assert describe_offsets(bs, group) == {0: (0, 10, 10), 1: (0, 14, 14), 2: (0, 10, 10)}
+
+    # The first record at or after the time: offset 6 (base + 6000) on every
+    # partition; the four late records on partition 1 are newer.
+    moment = datetime.datetime.fromtimestamp((base + 5500) / 1000, tz=datetime.UTC)
+    iso = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    reset_offsets(bs, group, topic, "--to-datetime", iso)
+    assert committed(bs, group, topic, 3) == {0: 6, 1: 6, 2: 6}
+
+    reset_offsets(bs, group, topic, "--shift-by", "-4")
+    assert committed(bs, group, topic, 3) == {0: 2, 1: 2, 2: 2}
+    # Shifting past the start stops at the log start offset.
+    reset_offsets(bs, group, topic, "--shift-by", "-5")
+    assert committed(bs, group, topic, 3) == {0: 0, 1: 0, 2: 0}
+
+    # A group with an active member cannot be deleted...
+    member = Member(bs, group, topic)
+    try:
+        poll_until([member], lambda: member.partitions() == {0, 1, 2}, "an active member")
+        refused = consumer_groups(bs, "--delete", "--group", group)
+        assert f"Group '{group}' could not be deleted due to:" in refused.stdout
+        assert "GroupNotEmptyException: The group is not empty." in refused.stdout
+        assert group in consumer_groups(bs, "--list").stdout.split()
+    finally:
+        member.close()
+
+    # ...an empty one can, with its offsets.
+    deleted = consumer_groups(bs, "--delete", "--group", group)
+    assert deleted.returncode == 0, deleted.stderr
+    assert (
+        deleted.stdout.strip()
+        == f"Deletion of requested consumer groups ('{group}') was successful."
+    )
+    assert group not in consumer_groups(bs, "--list").stdout.split()
+    assert committed(bs, group, topic, 3) == {0: -1001, 1: -1001, 2: -1001}
