@@ -10,7 +10,8 @@ Modules: `log` (the Log), `segment` (one .log file and its indexes), `index`
 (offset and time indexes), `epoch_cache` (leader epochs), `producer_state`
 (idempotent producers and their snapshots), `recovery` (opening a directory),
 `checkpoint` / `partition_metadata` / `logdir` (Kafka's small text files),
-`config`, `errors`, `results`.
+`config`, `errors`, `results`; compaction: `cleanable` (what may be cleaned),
+`cleaner` (cleaning one log), `cleaner_manager` (choosing the log, checkpoint).
 """
 
 from logstore.checkpoint import (
@@ -20,6 +21,7 @@ from logstore.checkpoint import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
+from logstore.cleaner_manager import CleanerCandidate, LogCleaner
 from logstore.config import LogConfig
 from logstore.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from logstore.errors import (
@@ -46,6 +48,8 @@ from logstore.partition_metadata import (
 from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
 
 __all__ = [
+    "CleanerCandidate",
+    "LogCleaner",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "AppendInfo",

@@ -42,6 +42,14 @@ class LogConfig:
     cleanup_policy: str = "delete"
     # Idle producers are forgotten after this long (Kafka's producer.id.expiration.ms).
     producer_id_expiration_ms: int = _DAY_MS
+    # Compaction: a log is cleaned when dirty bytes / cleanable bytes exceed this ...
+    min_cleanable_dirty_ratio: float = 0.5
+    # ... and only records at least this old are cleaned ...
+    min_compaction_lag_ms: int = 0
+    # ... unless a dirty record is older than this, which forces a cleaning.
+    max_compaction_lag_ms: int = LONG_MAX
+    # Tombstones stay this long after the cleaning that first kept them.
+    delete_retention_ms: int = _DAY_MS
 
     def __post_init__(self) -> None:
         if not 61 <= self.segment_bytes <= INT_MAX:
@@ -62,10 +70,22 @@ class LogConfig:
         policies = {p.strip() for p in self.cleanup_policy.split(",") if p.strip()}
         if not policies or not policies <= {"delete", "compact"}:
             raise ValueError(f"cleanup_policy {self.cleanup_policy!r} is not delete/compact")
+        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
+            raise ValueError(
+                f"min_cleanable_dirty_ratio {self.min_cleanable_dirty_ratio} must be in [0, 1]"
+            )
+        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms < 1:
+            raise ValueError("compaction lags must be positive")
+        if self.delete_retention_ms < 0:
+            raise ValueError(f"delete_retention_ms {self.delete_retention_ms} must be >= 0")
 
     @property
     def delete_enabled(self) -> bool:
         return "delete" in {p.strip() for p in self.cleanup_policy.split(",")}
+
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in {p.strip() for p in self.cleanup_policy.split(",")}
 
     def random_segment_jitter(self) -> int:
         """Kafka's per-segment roll jitter: 0 unless segment_jitter_ms is set."""
@@ -119,6 +139,10 @@ _TOPIC_KEYS = {
     "flush.messages": "flush_interval_messages",
     "flush.ms": "flush_interval_ms",
     "cleanup.policy": "cleanup_policy",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
 }
 
 _BROKER_KEYS = {
@@ -130,6 +154,10 @@ _BROKER_KEYS = {
     "log.flush.interval.ms": "flush_interval_ms",
     "log.cleanup.policy": "cleanup_policy",
     "producer.id.expiration.ms": "producer_id_expiration_ms",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "log.cleaner.delete.retention.ms": "delete_retention_ms",
 }
 
 _HOUR_MS = 60 * 60 * 1000
@@ -150,4 +178,6 @@ _BROKER_TIME_KEYS = [
 def _convert(field: str, value):
     if field == "cleanup_policy":
         return str(value)
+    if field == "min_cleanable_dirty_ratio":
+        return float(value)
     return int(value)

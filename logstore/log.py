@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Callable
 
 from logstore.checkpoint import EpochEntry
+from logstore.cleanable import LogToClean, log_to_clean
 from logstore.config import LogConfig
 from logstore.epoch_cache import LeaderEpochCache
 from logstore.errors import (
@@ -45,7 +46,14 @@ from logstore.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
-from logstore.files import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, fsync_dir, fsync_path
+from logstore.files import (
+    DELETED_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    SWAP_SUFFIX,
+    fsync_dir,
+    fsync_path,
+)
 from logstore.index import INT32_MAX
 from logstore.partition_metadata import read_partition_metadata, write_partition_metadata
 from logstore.producer_state import Duplicate, ProducerStateManager
@@ -109,6 +117,9 @@ class Log:
         self.epochs = LeaderEpochCache(None)
         self.producers = ProducerStateManager(None)
         self.topic_id: uuid.UUID | None = None
+        # The largest delete horizon of a tombstone the last cleaning kept
+        # (-1: none); the cleaner revisits the log once it has passed.
+        self.latest_delete_horizon = -1
 
     # ------------------------------------------------------------------ open
 
@@ -756,6 +767,81 @@ class Log:
         self._dir_dirty = True
         if self._segments:
             self.producers.delete_snapshots_below(self._segments[0].base_offset)
+
+    # ------------------------------------------------------------- compaction
+
+    def now_ms(self) -> int:
+        return self._clock()
+
+    @_storage_errors
+    def log_to_clean(self, checkpoint: int | None, high_watermark: int | None = None) -> LogToClean:
+        """What the cleaner may compact now, from its checkpointed first dirty
+        offset (see cleanable.py)."""
+        with self._lock:
+            self._check_usable()
+            return log_to_clean(
+                self._segments,
+                self.config,
+                checkpoint=checkpoint,
+                log_start_offset=self._log_start_offset,
+                high_watermark=self.log_end_offset if high_watermark is None else high_watermark,
+                now_ms=self._clock(),
+            )
+
+    def active_producer_last_offsets(self) -> dict[int, int]:
+        """Producer id -> offset of its last batch, for every producer the log
+        tracks: compaction keeps those batches (maybe emptied)."""
+        with self._lock:
+            return {
+                pid: entry.last_offset
+                for pid, entry in self.producers.producers.items()
+                if entry.last_offset >= 0
+            }
+
+    def replace_segments(
+        self, cleaned: LogSegment, old: list[LogSegment], sizes: list[int]
+    ) -> bool:
+        """Swap the cleaner's `.cleaned` segment in for `old` (consecutive,
+        non-active segments that had `sizes` when they were read), with
+        Kafka's file dance: `.cleaned` -> `.swap` (durable), old files ->
+        `.deleted`, `.swap` -> final names (durable), old files unlinked.
+        Reads in flight keep the old files open. False, with nothing changed,
+        when `old` is no longer part of the log as it was read."""
+        with self._lock:
+            if self._closed or self._offline is not None:
+                return False
+            try:
+                first = next(i for i, s in enumerate(self._segments) if s is old[0])
+            except StopIteration:
+                return False
+            current = self._segments[first : first + len(old)]
+            if (
+                first + len(old) >= len(self._segments)
+                or len(current) != len(old)
+                or any(a is not b for a, b in zip(current, old, strict=True))
+                or [s.size for s in current] != list(sizes)
+            ):
+                return False
+            try:
+                cleaned.change_suffix(SWAP_SUFFIX)
+                fsync_dir(self.dir)
+                for seg in old:
+                    seg.change_suffix(DELETED_SUFFIX)
+                cleaned.change_suffix("")
+                fsync_dir(self.dir)
+            except (LogStorageError, OSError) as e:
+                # The files are half swapped: a reopen finishes the swap.
+                self._offline = e
+                raise LogOfflineError(self.dir, e) from e
+            cleaned.config = self.config
+            self._segments[first : first + len(old)] = [cleaned]
+            self._bases = [s.base_offset for s in self._segments]
+            for seg in old:
+                try:
+                    seg.delete()
+                except LogStorageError as e:
+                    log.warning("%s: %s stays behind: %s", self.dir, seg.log_path, e)
+            return True
 
     # ------------------------------------------------------------- producers
 

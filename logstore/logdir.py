@@ -7,6 +7,8 @@ Beside the partition directories Kafka keeps:
 - `log-start-offset-checkpoint`: per partition, the log start offset (it can
   lie inside the first segment after DeleteRecords);
 - `replication-offset-checkpoint`: per partition, the high watermark;
+- `cleaner-offset-checkpoint`: per compacted partition, the log cleaner's
+  first dirty offset (written by cleaner_manager.LogCleaner);
 - `.kafka_cleanshutdown`: present only between a clean shutdown and the next
   start; without it, every log is recovered from its recovery point.
 
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from logstore.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from logstore.files import (
     CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -96,3 +99,11 @@ def read_high_watermarks(log_dir: str) -> Offsets:
 
 def write_high_watermarks(log_dir: str, offsets: Mapping[tuple[str, int], int]) -> None:
     write_offset_checkpoint(os.path.join(log_dir, REPLICATION_OFFSET_CHECKPOINT), offsets)
+
+
+def read_cleaner_offsets(log_dir: str) -> Offsets:
+    return read_offset_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT))
+
+
+def write_cleaner_offsets(log_dir: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    write_offset_checkpoint(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT), offsets)

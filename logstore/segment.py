@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from logstore.config import LogConfig
 from logstore.errors import CorruptIndexError, LogOfflineError, LogStorageError
 from logstore.files import (
+    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -104,9 +105,13 @@ class LogSegment:
         file: SegmentFile,
         size: int,
         created_ms: int,
+        suffix: str = "",
     ):
         self.dir = dir
         self.base_offset = base_offset
+        # "" for a segment of the log; ".cleaned" / ".swap" while the cleaner
+        # builds and swaps in a replacement, ".deleted" for one it replaced.
+        self.suffix = suffix
         self.config = config
         self.file = file
         self.size = size
@@ -123,15 +128,15 @@ class LogSegment:
 
     @property
     def log_path(self) -> str:
-        return os.path.join(self.dir, file_name(self.base_offset, LOG_SUFFIX))
+        return os.path.join(self.dir, file_name(self.base_offset, LOG_SUFFIX) + self.suffix)
 
     @property
     def index_path(self) -> str:
-        return os.path.join(self.dir, file_name(self.base_offset, INDEX_SUFFIX))
+        return os.path.join(self.dir, file_name(self.base_offset, INDEX_SUFFIX) + self.suffix)
 
     @property
     def time_index_path(self) -> str:
-        return os.path.join(self.dir, file_name(self.base_offset, TIME_INDEX_SUFFIX))
+        return os.path.join(self.dir, file_name(self.base_offset, TIME_INDEX_SUFFIX) + self.suffix)
 
     @property
     def paths(self) -> tuple[str, str, str]:
@@ -142,12 +147,16 @@ class LogSegment:
         return self.config.segment_index_bytes
 
     @classmethod
-    def create(cls, dir: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
-        """A new, empty, active segment (stale files with its name are replaced)."""
-        path = os.path.join(dir, file_name(base_offset, LOG_SUFFIX))
-        unlink_quietly(os.path.join(dir, file_name(base_offset, TXN_INDEX_SUFFIX)))
+    def create(
+        cls, dir: str, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
+    ) -> LogSegment:
+        """A new, empty, active segment (stale files with its name are replaced).
+        With a `suffix` (".cleaned") its files are not (yet) part of the log."""
+        path = os.path.join(dir, file_name(base_offset, LOG_SUFFIX) + suffix)
+        if not suffix:
+            unlink_quietly(os.path.join(dir, file_name(base_offset, TXN_INDEX_SUFFIX)))
         fd = _open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
-        seg = cls(dir, base_offset, config, SegmentFile(path, fd), 0, now_ms)
+        seg = cls(dir, base_offset, config, SegmentFile(path, fd), 0, now_ms, suffix)
         try:
             seg._offset_index = OffsetIndex(
                 FileStore(seg.index_path, preallocate=_round(config.segment_index_bytes, 8)),
@@ -175,6 +184,27 @@ class LogSegment:
         fd = _open(path, os.O_RDWR)
         size = os.fstat(fd).st_size
         return cls(dir, base_offset, config, SegmentFile(path, fd), size, now_ms)
+
+    def change_suffix(self, new_suffix: str) -> None:
+        """Rename the segment's files from the current suffix to `new_suffix`
+        (Kafka's changeFileSuffixes). Open files and index mappings stay valid.
+        The indexes are renamed before the log: the `.log` file is what
+        recovery looks at."""
+        old_paths = (self.index_path, self.time_index_path, self.log_path)
+        old_suffix, self.suffix = self.suffix, new_suffix
+        new_paths = (self.index_path, self.time_index_path, self.log_path)
+        try:
+            for old, new in zip(old_paths, new_paths, strict=True):
+                if os.path.exists(old):
+                    os.replace(old, new)
+        except OSError as e:
+            self.suffix = old_suffix
+            raise LogStorageError("rename segment", old_paths[-1], e) from e
+        self.file.path = self.log_path
+        for index, path in ((self._offset_index, new_paths[0]), (self._time_index, new_paths[1])):
+            store = index._store if index is not None else None
+            if isinstance(store, FileStore):
+                store.path = path  # only named in messages; the descriptor stays
 
     def indexes_exist(self) -> bool:
         return os.path.exists(self.index_path) and os.path.exists(self.time_index_path)
@@ -621,8 +651,11 @@ class LogSegment:
             self._close_indexes(trim=False)
         except OSError:
             pass
-        txn_index = os.path.join(self.dir, file_name(self.base_offset, TXN_INDEX_SUFFIX))
-        for path in (*self.paths, txn_index):
+        paths = list(self.paths)
+        if self.suffix in ("", DELETED_SUFFIX):
+            # Kafka's transaction index of this segment (Gregor writes none).
+            paths.append(os.path.join(self.dir, file_name(self.base_offset, TXN_INDEX_SUFFIX)))
+        for path in paths:
             try:
                 unlink_quietly(path)
             except OSError as e:
