@@ -26,7 +26,7 @@ import trio
 
 from broker.cluster import TopicInfo
 from broker.partition import Partition
-from logstore import Log, LogConfig, LogError  # noqa: F401
+from logstore import CleanerCandidate, Log, LogCleaner, LogConfig, LogError  # noqa: F401
 from logstore.logdir import (
     had_clean_shutdown,
     list_partitions,
@@ -58,6 +58,7 @@ class ReplicaManager:
         self._duties_scope = trio.CancelScope()
         self._duties_done = trio.Event()
         self._duties_started = False
+        self._cleaner = LogCleaner()
 
     # --- lookup ---------------------------------------------------------------
 
@@ -222,6 +223,8 @@ class ReplicaManager:
                 duties.start_soon(
                     self._every, config.log_flush_offset_checkpoint_interval_ms, self._checkpoint
                 )
+                if config.log_cleaner_enable:
+                    duties.start_soon(self._run_cleaner)
         self._duties_done.set()
 
     async def stop_background(self) -> None:
@@ -265,6 +268,25 @@ class ReplicaManager:
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.write_checkpoints)
+
+    async def _run_cleaner(self) -> None:
+        """Kafka's log cleaner thread: compact the compacted log that needs it
+        most (logstore.cleaner_manager), in a worker thread, one log at a
+        time; again at once after a cleaning, else after log.cleaner.backoff.ms.
+        The log's lock is taken only to plan and to swap segments in."""
+        backoff = max(self.broker.config.log_cleaner_backoff_ms, 10) / 1000
+        while True:
+            candidates = [
+                CleanerCandidate(tp, p.log, self._dir_of[tp], p.high_watermark)
+                for tp, p in self.partitions.items()
+                if self._dir_of.get(tp) not in self._offline_dirs
+            ]
+            try:
+                cleaned = await trio.to_thread.run_sync(self._cleaner.clean_filthiest, candidates)
+            except Exception:
+                log.exception("log cleaner failed")
+                cleaned = None
+            await trio.sleep(0 if cleaned is not None else backoff)
 
 
 def log_dir_size(path: str) -> int:

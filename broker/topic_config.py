@@ -358,6 +358,10 @@ class TopicConfig:
             "flush.messages": str(self["flush.messages"]),
             "flush.ms": str(self["flush.ms"]),
             "cleanup.policy": ",".join(self["cleanup.policy"]),
+            "min.cleanable.dirty.ratio": str(self["min.cleanable.dirty.ratio"]),
+            "min.compaction.lag.ms": str(self["min.compaction.lag.ms"]),
+            "max.compaction.lag.ms": str(self["max.compaction.lag.ms"]),
+            "delete.retention.ms": str(self["delete.retention.ms"]),
         }
         try:
             base = LogConfig(producer_id_expiration_ms=self.broker["producer.id.expiration.ms"])

@@ -1,0 +1,169 @@
+"""Log compaction on a real Gregor process: a topic with cleanup.policy=compact
+written by confluent-kafka keeps, below its active segment, only each key's
+latest record at its original offset; a consumer from the beginning sees
+exactly that, and Kafka's DumpLogSegments reads the cleaned segments.
+
+Segments are made small with Kafka's test-only topic config
+`internal.segment.bytes`; the broker's cleaner looks every 100 ms
+(`log.cleaner.backoff.ms`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from logstore.checkpoint import read_offset_checkpoint
+from tests.gregor_process import GregorProcess
+from tools import kafka_cli
+
+TIMEOUT = 30.0
+KEYS = [f"key-{i}" for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = GregorProcess(
+        tmp_path_factory.mktemp("compaction") / "data",
+        {"log.cleaner.backoff.ms": 100},
+    ).start()
+    yield process
+    process.stop()
+
+
+def create_topic(bootstrap, name, config) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, 1, config=config)], operation_timeout=TIMEOUT)
+    futures[name].result(TIMEOUT)
+
+
+def produce(bootstrap, topic, records) -> dict[int, tuple[str, str | None]]:
+    """Produce (key, value) records in order, a few per batch; offset -> record."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    acked: dict[int, tuple[str, str | None]] = {}
+
+    def report(err, msg):
+        assert err is None, err
+        value = msg.value()
+        acked[msg.offset()] = (msg.key().decode(), None if value is None else value.decode())
+
+    for i, (key, value) in enumerate(records):
+        producer.produce(topic, key=key, value=value, partition=0, on_delivery=report)
+        if i % 7 == 6:
+            assert producer.flush(TIMEOUT) == 0
+    assert producer.flush(TIMEOUT) == 0
+    assert len(acked) == len(records)
+    return acked
+
+
+def consume_all(bootstrap, topic, end) -> list[tuple[int, str, str | None]]:
+    """Every record from the beginning up to offset `end` (exclusive)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "gregor-compaction-tests",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while not got or got[-1][0] < end - 1:
+            assert time.monotonic() < deadline, f"read {len(got)} records, last {got[-1:]}"
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            value = msg.value()
+            got.append(
+                (msg.offset(), msg.key().decode(), None if value is None else value.decode())
+            )
+    finally:
+        consumer.close()
+    return got
+
+
+def segment_bases(broker, topic) -> list[int]:
+    return sorted(int(p.stem) for p in (Path(broker.data_dir) / f"{topic}-0").glob("*.log"))
+
+
+def cleaned_up_to(broker, topic) -> int:
+    """The cleaner's first dirty offset for the partition (0 before any cleaning)."""
+    path = Path(broker.data_dir) / "cleaner-offset-checkpoint"
+    try:
+        return read_offset_checkpoint(str(path)).get((topic, 0), 0)
+    except FileNotFoundError:
+        return 0
+
+
+def test_compacted_topic_keeps_latest_value_per_key_at_original_offsets(broker):
+    topic = "compacted-updates"
+    create_topic(
+        broker.bootstrap,
+        topic,
+        {
+            "cleanup.policy": "compact",
+            "internal.segment.bytes": "1200",
+            "min.cleanable.dirty.ratio": "0.01",
+        },
+    )
+    updates = [(KEYS[i % len(KEYS)], f"value {i:04d} ".ljust(40, ".")) for i in range(300)]
+    updates.append((KEYS[3], None))  # a tombstone: kept (delete.retention.ms is a day)
+    produced = produce(broker.bootstrap, topic, updates)
+    end = max(produced) + 1
+    active_base = segment_bases(broker, topic)[-1]
+    assert active_base > 100, "the writes should span many segments"
+
+    # Bounded wait for the broker's cleaner to reach the active segment.
+    deadline = time.monotonic() + TIMEOUT
+    while cleaned_up_to(broker, topic) < active_base:
+        assert time.monotonic() < deadline, "the cleaner did not compact the topic"
+        time.sleep(0.1)
+
+    got = consume_all(broker.bootstrap, topic, end)
+    below = [(o, k, v) for o, k, v in got if o < active_base]
+    latest_below = {}
+    for offset in sorted(o for o in produced if o < active_base):
+        latest_below[produced[offset][0]] = offset
+    # Below the active segment: each key once, its latest record, at its offset.
+    assert below == sorted((o, *produced[o]) for o in latest_below.values())
+    # The active segment is untouched.
+    assert [r for r in got if r[0] >= active_base] == [
+        (o, *produced[o]) for o in sorted(produced) if o >= active_base
+    ]
+    # What a consumer rebuilding the table sees: the latest value of every key.
+    table = {}
+    for _, key, value in got:
+        table[key] = value
+    expected = {}
+    for offset in sorted(produced):
+        key, value = produced[offset]
+        expected[key] = value
+    assert table == expected and table[KEYS[3]] is None
+    # The disk holds little more than the active segment and one record per key.
+    cleaned_bytes = sum(
+        p.stat().st_size
+        for p in (Path(broker.data_dir) / f"{topic}-0").glob("*.log")
+        if int(p.stem) < active_base
+    )
+    assert cleaned_bytes < 5 * 200
+
+    # Kafka's own tool reads the cleaned segments.
+    kafka_cli.check_installed()
+    paths = [
+        str(p)
+        for p in sorted((Path(broker.data_dir) / f"{topic}-0").glob("*.log"))
+        if int(p.stem) < active_base and p.stat().st_size > 0
+    ]
+    out = kafka_cli.run_tool("kafka-dump-log", "--deep-iteration", "--files", ",".join(paths))
+    assert out.returncode == 0, out.stderr
+    dumped = [int(o) for o in re.findall(r"\| offset: (\d+)", out.stdout)]
+    assert dumped == [o for o, _, _ in below]
+    assert out.stdout.count("isvalid: true") == out.stdout.count("baseOffset:")
