@@ -281,12 +281,13 @@ class ReplicaManager:
                 for tp, p in self.partitions.items()
                 if self._dir_of.get(tp) not in self._offline_dirs
             ]
+            progressed = False
             try:
                 cleaned = await trio.to_thread.run_sync(self._cleaner.clean_filthiest, candidates)
+                progressed = cleaned is not None and cleaned.result.end_offset is not None
             except Exception:
                 log.exception("log cleaner failed")
-                cleaned = None
-            await trio.sleep(0 if cleaned is not None else backoff)
+            await trio.sleep(0 if progressed else backoff)
 
 
 def log_dir_size(path: str) -> int:

@@ -50,6 +50,9 @@ class LogCleaner:
         self.max_map_entries = max_map_entries
         self._checkpoints: dict[str, dict[TopicPartition, int]] = {}
         self.uncleanable: set[tuple[str, TopicPartition]] = set()
+        # The Log each partition had when last seen: a partition deleted and
+        # created again (a new Log) must not inherit the old one's progress.
+        self._seen: dict[tuple[str, TopicPartition], Log] = {}
 
     def checkpoints(self, log_dir: str) -> dict[TopicPartition, int]:
         """The first dirty offsets of `log_dir`'s partitions (read once)."""
@@ -76,7 +79,13 @@ class LogCleaner:
                 or (c.log_dir, c.topic_partition) in self.uncleanable
             ):
                 continue
-            checkpoint = self.checkpoints(c.log_dir).get(c.topic_partition)
+            offsets = self.checkpoints(c.log_dir)
+            seen = self._seen.get((c.log_dir, c.topic_partition))
+            if seen is not None and seen is not plog:
+                offsets.pop(c.topic_partition, None)
+                self.uncleanable.discard((c.log_dir, c.topic_partition))
+            self._seen[(c.log_dir, c.topic_partition)] = plog
+            checkpoint = offsets.get(c.topic_partition)
             try:
                 plan = plog.log_to_clean(checkpoint, c.high_watermark)
             except LogError as e:

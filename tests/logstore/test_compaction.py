@@ -385,3 +385,24 @@ def test_kafka_dump_log_segments_reads_cleaned_segments(tmp_path):
     assert offsets == expected
     text = dump(*(s.index_path for s in segments), extra=["--verify-index-only"])
     assert "Mismatches" not in text
+
+
+def test_a_partition_created_again_does_not_inherit_the_cleaner_progress(tmp_path):
+    import shutil
+
+    cleaner = LogCleaner()
+    log = open_log(tmp_path / "compacted-0", compact_config())
+    _fill(log, 60)
+    end = clean(log, tmp_path, cleaner).result.end_offset
+    log.delete()
+    shutil.rmtree(tmp_path / "compacted-0", ignore_errors=True)
+
+    again = open_log(tmp_path / "compacted-0", compact_config())
+    _fill(again, 60)
+    before = records_of(again)
+    active_base = again.active_segment.base_offset
+    assert active_base <= end  # the old progress would cover it all
+    cleaned = clean(again, tmp_path, cleaner)
+    # Everything is dirty again, so it is compacted from the start.
+    assert cleaned is not None and cleaned.result.end_offset == active_base
+    assert records_of(again) == _expected_after_clean(before, active_base)
