@@ -406,3 +406,36 @@ def test_a_partition_created_again_does_not_inherit_the_cleaner_progress(tmp_pat
     # Everything is dirty again, so it is compacted from the start.
     assert cleaned is not None and cleaned.result.end_offset == active_base
     assert records_of(again) == _expected_after_clean(before, active_base)
+
+
+def test_appends_go_on_while_segments_are_rewritten(tmp_path):
+    """The rewrite runs without the log's lock: the log takes appends between
+    planning and the swap, and the swap keeps them."""
+    from logstore.cleaner import CleanerStats, OffsetMap, build_offset_map, clean_segments
+
+    log = open_log(tmp_path / "compacted-0", compact_config())
+    _fill(log, 60)
+    plan = log.log_to_clean(None)
+    offset_map = OffsetMap()
+    stats = CleanerStats()
+    build_offset_map(
+        plan.segments, plan.first_dirty_offset, plan.first_uncleanable_offset, offset_map, stats
+    )
+    group = list(plan.segments[:3])
+    cleaned = clean_segments(
+        log.dir,
+        group,
+        offset_map,
+        now=log.now_ms(),
+        delete_retention_ms=DAY,
+        active_producers={},
+        config=log.config,
+        stats=stats,
+    )
+    # Meanwhile producers write, rolling new segments.
+    _fill(log, 30, keys=2)
+    before = records_of(log)
+    assert log.replace_segments(cleaned, group, list(plan.sizes[:3]))
+    after = records_of(log)
+    assert [r for r in after if r[0] >= 60] == [r for r in before if r[0] >= 60]
+    assert len(after) < len(before) and log.log_end_offset == 90
