@@ -167,3 +167,62 @@ def test_compacted_topic_keeps_latest_value_per_key_at_original_offsets(broker):
     dumped = [int(o) for o in re.findall(r"\| offset: (\d+)", out.stdout)]
     assert dumped == [o for o, _, _ in below]
     assert out.stdout.count("isvalid: true") == out.stdout.count("baseOffset:")
+
+
+def test_consumer_offsets_is_compacted_and_commits_survive_a_restart(tmp_path):
+    """The group coordinator's __consumer_offsets is a compacted topic: many
+    commits of the same partitions shrink to the latest one per group, and a
+    restarted broker replays the compacted log into the same committed
+    offsets."""
+    process = GregorProcess(
+        tmp_path / "data",
+        {
+            "log.cleaner.backoff.ms": 100,
+            "log.cleaner.min.cleanable.ratio": 0.01,
+            "offsets.topic.num.partitions": 1,
+            "offsets.topic.segment.bytes": 1024 * 1024,
+        },
+    ).start()
+    try:
+        create_topic(process.bootstrap, "committed", {})
+        groups = [f"group-{i}" for i in range(3)]
+        metadata = "m" * 3500  # big commits: the 1 MiB segments roll quickly
+        consumers = {
+            g: Consumer({"bootstrap.servers": process.bootstrap, "group.id": g}) for g in groups
+        }
+        try:
+            for i in range(330):
+                for g, consumer in consumers.items():
+                    offset = TopicPartition("committed", 0, i * 10 + groups.index(g), metadata)
+                    consumer.commit(offsets=[offset], asynchronous=False)
+        finally:
+            for consumer in consumers.values():
+                consumer.close()
+        offsets_dir = Path(process.data_dir) / "__consumer_offsets-0"
+        bases = sorted(int(p.stem) for p in offsets_dir.glob("*.log"))
+        assert len(bases) >= 3, "the commits should span several segments"
+
+        deadline = time.monotonic() + TIMEOUT
+        while cleaned_up_to(process, "__consumer_offsets") < bases[-1]:
+            assert time.monotonic() < deadline, "the cleaner did not compact __consumer_offsets"
+            time.sleep(0.1)
+        cleaned_bytes = sum(
+            p.stat().st_size for p in offsets_dir.glob("*.log") if int(p.stem) < bases[-1]
+        )
+        # One commit record per group (plus batch headers) below the active segment.
+        assert cleaned_bytes < len(groups) * 4000
+    finally:
+        process.stop()
+
+    process.start()
+    try:
+        for g in groups:
+            consumer = Consumer({"bootstrap.servers": process.bootstrap, "group.id": g})
+            try:
+                [committed] = consumer.committed([TopicPartition("committed", 0)], timeout=TIMEOUT)
+            finally:
+                consumer.close()
+            assert committed.offset == 3290 + groups.index(g)
+            assert committed.metadata == metadata
+    finally:
+        process.stop()
