@@ -221,6 +221,11 @@ class GroupRuntime:
         self._execute(self.coordinator.unload(index, now_ms()))
         self._unreplicated.pop(index, None)
 
+    def topic_deleted(self, topic: TopicInfo) -> None:
+        """`topic` is gone: groups forget their offsets for it (tombstones)."""
+        tps = [(topic.name, index) for index in topic.partitions]
+        self._execute(self.coordinator.partitions_deleted(tps, now_ms()))
+
     # --- requests ---------------------------------------------------------------
 
     async def request(self, api_key: int, ctx, body) -> dict:

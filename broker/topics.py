@@ -236,6 +236,7 @@ class TopicManager:
                 "This server does not host this topic-partition.",
             ) from None
         self.broker.replicas.topic_deleted(topic)
+        self.broker.groups.topic_deleted(topic)
         return topic
 
     def check_add_partitions(

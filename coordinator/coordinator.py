@@ -273,6 +273,37 @@ class GroupCoordinator:
             self._timers.restore(due)  # unfired ones, if a callback raised
         return actions
 
+    def partitions_deleted(self, tps: Iterable[tuple[str, int]], now_ms: int) -> list[Action]:
+        """Topic partitions were deleted: every group forgets its offsets for them
+        (Kafka's onPartitionsDeleted), so a topic created again under the same
+        name is not read from an old position. The groups themselves stay; an
+        Empty one without offsets goes at the next retention check."""
+        deleted = set(tps)
+        records_by_partition: dict[int, list] = {}
+        removed_by_partition: dict[int, list] = {}
+        for group in list(self._groups.values()):
+            if self._partitions.get(group.partition) is not PartitionState.ACTIVE:
+                continue
+            group_id = group.group_id
+            known = list(self._offsets.get(group_id, {})) + [
+                tp
+                for tp in self._pending_commits.get(group_id, {})
+                if tp not in self._offsets.get(group_id, {})
+            ]
+            gone = [tp for tp in known if tp in deleted]
+            if not gone:
+                continue
+            records = records_by_partition.setdefault(group.partition, [])
+            removed_by_partition.setdefault(group.partition, []).extend(
+                self._tombstone_offsets(group_id, gone, records)
+            )
+        actions: list[Action] = []
+        for partition, records in records_by_partition.items():
+            persist = self._persist(partition, records)
+            self._mark_tombstones(persist, removed_by_partition[partition])
+            actions.append(persist)
+        return actions
+
     def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
         """Report how the Persist `write_id` ended: NONE once its records are
         durable (as acks=all would need), else the append's error code."""

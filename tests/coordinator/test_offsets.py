@@ -385,3 +385,47 @@ def test_a_failed_delete_restores_the_commit_that_completed_behind_it():
     h.held = [delete_write]
     h.complete_writes(E.NOT_ENOUGH_REPLICAS)
     assert h.fetched("g", {"t": [0]})[("t", 0)][0] == 2  # what the log holds
+
+
+# --- deleted topics --------------------------------------------------------------------------
+
+
+def test_offsets_of_deleted_partitions_are_tombstoned_in_every_group_and_the_groups_stay():
+    h = Harness()
+    h.commit("a", {("gone", 0): 5, ("gone", 1): 6, ("kept", 0): 7})
+    h.commit("b", {("gone", 1): 8})
+    (member,), generation = h.form_group("c", 1)
+    h.commit("c", {("gone", 0): 1, ("kept", 0): 9}, generation=generation, member_id=member)
+
+    h.run(h.coord.partitions_deleted([("gone", 0), ("gone", 1)], h.now))
+
+    assert h.fetched("a") == {("kept", 0): (7, "", E.NONE)}
+    assert h.fetched("b") == {}
+    assert h.fetched("c") == {("kept", 0): (9, "", E.NONE)}
+    tombstones = {
+        (r.group, r.topic, r.partition)
+        for g in ("a", "b", "c")
+        for r in records_of(h, g)
+        if isinstance(r, OffsetCommitRecord) and r.is_tombstone
+    }
+    assert tombstones == {("a", "gone", 0), ("a", "gone", 1), ("b", "gone", 1), ("c", "gone", 0)}
+    # The groups are still there (an Empty one without offsets goes at the next check).
+    assert [h.state(g) for g in ("a", "b", "c")] == ["Empty", "Empty", "Stable"]
+
+
+def test_deleting_partitions_without_offsets_writes_nothing():
+    h = Harness()
+    h.commit("a", {("kept", 0): 7})
+    written = len(h.persists)
+    assert h.coord.partitions_deleted([("other", 0)], h.now) == []
+    assert len(h.persists) == written
+
+
+def test_a_failed_tombstone_write_for_a_deleted_partition_brings_the_offset_back():
+    h = Harness()
+    h.commit("a", {("gone", 0): 5})
+    h.hold_writes = True
+    h.run(h.coord.partitions_deleted([("gone", 0)], h.now))
+    assert h.coord.committed_offsets("a") == {}
+    h.complete_writes(E.NOT_ENOUGH_REPLICAS)
+    assert h.fetched("a", {"gone": [0]})[("gone", 0)][0] == 5
