@@ -266,3 +266,25 @@ def test_commit_for_a_topic_that_does_not_exist_fails_for_those_partitions(broke
     finally:
         member.close()
     assert committed(broker.bootstrap, "commit-unknown", topic, 1) == {0: 4}
+
+
+def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(broker):
+    topic, group = "recreated", "recreated-readers"
+    fill(broker.bootstrap, topic, 1, 5)
+    member = Member(broker.bootstrap, group)
+    member.consumer.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
+    member.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic], operation_timeout=TIMEOUT)[topic].result(TIMEOUT)
+
+    create_topic(broker.bootstrap, topic)
+    produce_ok(broker.bootstrap, topic, [(None, b"new", None)])
+
+    # As on Kafka: no committed offset, so a member starts by auto.offset.reset.
+    assert committed(broker.bootstrap, group, topic, 1) == {0: -1001}
+    reader = Member(broker.bootstrap, group, topic)
+    try:
+        msg = poll_until([], lambda: reader.poll(0.1), "the new topic's record")
+        assert (msg.offset(), msg.value()) == (0, b"new")
+    finally:
+        reader.close()
