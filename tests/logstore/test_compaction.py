@@ -439,3 +439,56 @@ def test_appends_go_on_while_segments_are_rewritten(tmp_path):
     after = records_of(log)
     assert [r for r in after if r[0] >= 60] == [r for r in before if r[0] >= 60]
     assert len(after) < len(before) and log.log_end_offset == 90
+
+
+def test_cleaned_log_passes_full_recovery(tmp_path):
+    """Every rewritten batch has a valid CRC and offsets: recovering the whole
+    log after an unclean stop cuts nothing."""
+    clock = FakeClock()
+    log = open_log(tmp_path / "compacted-0", compact_config(), clock)
+    for i in range(120):
+        pairs = [(f"k{i % 7}", f"v{i}"), (None, "x"), (f"k{i % 3}", None if i % 5 else "y")]
+        log.append(kv_batch(pairs, compression=i % 5, timestamp=T0 + i), 0)
+    clean(log, tmp_path)
+    after = records_of(log)
+    log.close()
+    recovered = open_log(
+        tmp_path / "compacted-0", compact_config(), clock, clean_shutdown=False, recovery_point=0
+    )
+    assert records_of(recovered) == after
+
+
+def test_compaction_settings_have_kafkas_names():
+    from logstore import LogConfig
+
+    topic = LogConfig.from_topic_config(
+        {
+            "cleanup.policy": "compact,delete",
+            "min.cleanable.dirty.ratio": "0.2",
+            "min.compaction.lag.ms": "1000",
+            "max.compaction.lag.ms": "5000",
+            "delete.retention.ms": "60000",
+        }
+    )
+    assert (topic.compact_enabled, topic.delete_enabled) == (True, True)
+    assert (
+        topic.min_cleanable_dirty_ratio,
+        topic.min_compaction_lag_ms,
+        topic.max_compaction_lag_ms,
+        topic.delete_retention_ms,
+    ) == (0.2, 1000, 5000, 60000)
+    broker = LogConfig.from_broker_config(
+        {
+            "log.cleaner.min.cleanable.ratio": "0.3",
+            "log.cleaner.min.compaction.lag.ms": "7",
+            "log.cleaner.max.compaction.lag.ms": "9",
+            "log.cleaner.delete.retention.ms": "11",
+        }
+    )
+    assert (
+        broker.min_cleanable_dirty_ratio,
+        broker.min_compaction_lag_ms,
+        broker.max_compaction_lag_ms,
+        broker.delete_retention_ms,
+    ) == (0.3, 7, 9, 11)
+    assert not LogConfig().compact_enabled
