@@ -41,6 +41,7 @@ from logstore.files import CLEANED_SUFFIX, fsync_path
 from logstore.index import INT32_MAX
 from logstore.segment import LogSegment
 from wire.records import (
+    COMPRESSION_MASK,
     DELETE_HORIZON_MASK,
     NO_TIMESTAMP,
     BatchHeader,
@@ -344,7 +345,7 @@ def _rebuild(h: BatchHeader, retained: list[Record], horizon: int | None) -> byt
 def _empty_batch(h: BatchHeader) -> bytes:
     """Kafka's DefaultRecordBatch.writeEmptyHeader: no records, no codec, no
     delete horizon, both timestamps the batch's max timestamp."""
-    attributes = h.attributes & ~0x07 & ~DELETE_HORIZON_MASK
+    attributes = h.attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_MASK
     header = h._replace(
         attributes=attributes,
         base_timestamp=h.max_timestamp,

@@ -169,7 +169,9 @@ def _remove_stray_files(dir: str) -> None:
             # Part of an unfinished split, or an index (rebuilt from the log).
             unlink_quietly(path)
             continue
-        end = _next_offset_of_file(path, base)
+        # The segments it replaces: those from its base to its last batch,
+        # and always the one with its own base (an emptied group).
+        end = max(_next_offset_of_file(path, base), base + 1)
         for name in os.listdir(dir):
             parsed = parse_file_name(name)
             if parsed and not parsed[2] and base <= parsed[0] < end:

@@ -103,3 +103,42 @@ def test_crash_during_swap_recovers_to_before_or_after(tmp_path, step):
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
     # The recovered log goes on taking writes after the old end.
     assert recovered.append(kv_batch([("k9", "new")]), 0).first_offset == before[-1][0] + 1
+
+
+def test_crash_after_an_emptied_segment_became_a_swap(tmp_path):
+    """A group whose records were all superseded is cleaned into an empty
+    segment; a crash after its swap is durable replaces the old segment of
+    that base, indexes included, and nothing else."""
+    before = _prepare(tmp_path)
+    log = open_log(tmp_path / "compacted-0", compact_config(), clean_shutdown=True)
+    plan = log.log_to_clean(None)
+    offset_map = OffsetMap()
+    build_offset_map(
+        plan.segments,
+        plan.first_dirty_offset,
+        plan.first_uncleanable_offset,
+        offset_map,
+        CleanerStats(),
+    )
+    first = plan.segments[0]
+    cleaned = clean_segments(
+        log.dir,
+        [first],
+        offset_map,
+        now=log.now_ms(),
+        delete_retention_ms=log.config.delete_retention_ms,
+        active_producers={},
+        config=log.config,
+        stats=CleanerStats(),
+    )
+    assert cleaned.size == 0
+    cleaned.change_suffix(SWAP_SUFFIX)
+    second = plan.segments[1].base_offset
+
+    recovered = open_log(
+        tmp_path / "compacted-0", compact_config(), clean_shutdown=False, recovery_point=0
+    )
+    assert records_of(recovered) == [r for r in before if r[0] >= second]
+    assert [s.base_offset for s in recovered.segments][:2] == [first.base_offset, second]
+    assert recovered.segments[0].size == 0
+    assert recovered.read(0, 1 << 20).start_offset == 0
