@@ -29,8 +29,9 @@ from tests.integration.clients import (
     described_assignment,
     poll_until,
     split_evenly,
+    wait_until,
 )
-from tests.integration.test_produce_consume import create_topic
+from tests.integration.test_produce_consume import create_topic, produce_ok
 
 
 @pytest.fixture(scope="module")
@@ -280,3 +281,47 @@ def test_groups_on_the_default_fifty_offsets_partitions_commit_where_kafka_puts_
         for index in groups:
             segment = default_broker.data_dir / f"__consumer_offsets-{index}" / ("0" * 20 + ".log")
             assert segment.stat().st_size > 0
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_live_members_keep_their_partitions_through_a_broker_restart(gregor_factory, how):
+    """The group's generation and members come back from __consumer_offsets:
+    the members' heartbeats after the restart find them, with no rebalance."""
+    broker = gregor_factory(GROUP_OVERRIDES)
+    topic = group = "through-restart"
+    create_topic(broker.bootstrap, topic, partitions=4)
+    members = [Member(broker.bootstrap, group, topic) for _ in range(2)]
+    processed = []
+
+    def consume():
+        for m in members:
+            msg = m.poll(0.05)
+            if msg is not None:
+                processed.append((msg.partition(), msg.offset()))
+                m.consumer.commit(message=msg, asynchronous=False)
+
+    try:
+        poll_until(members, lambda: split_evenly(members, 4), "two members with two each")
+        owned = [m.partitions() for m in members]
+        calls = [(m.assigned_calls, m.revoked_calls) for m in members]
+        for p in range(4):
+            produce_ok(broker.bootstrap, topic, [(None, b"before", None)] * 3, partition=p)
+        wait_until(lambda: consume() or len(processed) == 12, "the records before", step=0)
+
+        if how == "sigterm":
+            assert broker.stop() == 0
+        else:
+            broker.kill()
+        broker.start()
+        for p in range(4):
+            produce_ok(broker.bootstrap, topic, [(None, b"after", None)] * 3, partition=p)
+        wait_until(lambda: consume() or len(processed) == 24, "the records after", step=0)
+
+        assert sorted(processed) == [(p, o) for p in range(4) for o in range(6)]
+        assert [m.partitions() for m in members] == owned
+        assert [(m.assigned_calls, m.revoked_calls) for m in members] == calls
+        description = describe_group(broker.bootstrap, group)
+        assert (description.state.name, len(description.members)) == ("STABLE", 2)
+        assert committed(broker.bootstrap, group, topic, 4) == {p: 6 for p in range(4)}
+    finally:
+        close_all(members)
