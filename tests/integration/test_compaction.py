@@ -1,7 +1,8 @@
 """Log compaction on a real Gregor process: a topic with cleanup.policy=compact
 written by confluent-kafka keeps, below its active segment, only each key's
 latest record at its original offset; a consumer from the beginning sees
-exactly that, and Kafka's DumpLogSegments reads the cleaned segments.
+exactly that, and Kafka's DumpLogSegments reads the cleaned segments -- which
+hold the same batches as Apache Kafka's own cleaner writes for the same input.
 
 Segments are made small with Kafka's test-only topic config
 `internal.segment.bytes`; the broker's cleaner looks every 100 ms
@@ -21,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from logstore.checkpoint import read_offset_checkpoint
 from tests.gregor_process import GregorProcess
 from tools import kafka_cli
+from tools.run_kafka import KafkaNode
 
 TIMEOUT = 30.0
 KEYS = [f"key-{i}" for i in range(5)]
@@ -226,3 +228,80 @@ def test_consumer_offsets_is_compacted_and_commits_survive_a_restart(tmp_path):
             assert committed.metadata == metadata
     finally:
         process.stop()
+
+
+def _compact_and_dump(bootstrap: str, data_dir: Path) -> str:
+    """Write one workload to a compacted topic, wait for the cleaner to reach
+    the active segment, and dump the cleaned segments (deep iteration), with
+    what differs between two runs (CRCs, delete horizons, paths) masked."""
+    topic = "compacted-side-by-side"
+    create_topic(
+        bootstrap,
+        topic,
+        {
+            "cleanup.policy": "compact",
+            "internal.segment.bytes": "1200",
+            "min.cleanable.dirty.ratio": "0.01",
+        },
+    )
+    # One batch of five records per flush: linger.ms is longer than a flush.
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 1000,
+            "compression.type": "gzip",
+        }
+    )
+    for i in range(400):
+        value = None if i % 11 == 10 else f"value-{i:04d}".ljust(30, ".")
+        key = f"k{i % 4}" if i % 3 else f"j{i % 17}"
+        producer.produce(topic, key=key, value=value, partition=0, timestamp=1_700_000_000_000 + i)
+        if i % 5 == 4:
+            assert producer.flush(TIMEOUT) == 0
+    partition_dir = data_dir / f"{topic}-0"
+    active = sorted(int(p.stem) for p in partition_dir.glob("*.log"))[-1]
+    deadline = time.monotonic() + 60
+    while cleaned_up_to_dir(data_dir, topic) < active:
+        assert time.monotonic() < deadline, "the cleaner did not compact the topic"
+        time.sleep(0.1)
+    files = sorted(
+        str(p) for p in partition_dir.glob("*.log") if int(p.stem) < active and p.stat().st_size > 0
+    )
+    out = kafka_cli.run_tool("kafka-dump-log", "--deep-iteration", "--files", ",".join(files))
+    assert out.returncode == 0, out.stderr
+    text = re.sub(r"crc: \d+ ", "", out.stdout)
+    text = re.sub(r"deleteHorizonMs: OptionalLong\[\d+\]", "deleteHorizonMs: <set>", text)
+    text = re.sub(r"producerId: \d+", "producerId: <id>", text)
+    # Record timestamps are deltas from the delete horizon (the cleaning's
+    # time), so compressed sizes, and the positions after them, vary by a byte.
+    text = re.sub(r"position: \d+ ", "position: <p> ", text)
+    text = re.sub(r"size: \d+ ", "size: <n> ", text)
+    return "\n".join(line for line in text.splitlines() if not line.startswith("Dumping "))
+
+
+def cleaned_up_to_dir(data_dir: Path, topic: str) -> int:
+    try:
+        return read_offset_checkpoint(str(data_dir / "cleaner-offset-checkpoint")).get(
+            (topic, 0), 0
+        )
+    except FileNotFoundError:
+        return 0
+
+
+def test_cleaned_segments_hold_the_batches_apache_kafka_writes(tmp_path):
+    """Same records, same segment boundaries: the cleaned batches (offsets,
+    counts, sequences, codec, timestamps, delete horizon set or not, the
+    records kept) are what Apache Kafka 4.3's cleaner leaves."""
+    kafka_cli.check_installed()
+    with KafkaNode(overrides={"log.cleaner.backoff.ms": "100"}) as node:
+        assert node.dir is not None
+        kafka = _compact_and_dump(node.bootstrap, node.dir / "data")
+    gregor_dir = tmp_path / "gregor"
+    process = GregorProcess(gregor_dir, {"log.cleaner.backoff.ms": 100}).start()
+    try:
+        gregor = _compact_and_dump(process.bootstrap, gregor_dir)
+    finally:
+        process.stop()
+    assert "deleteHorizonMs: <set>" in kafka and kafka.count("| offset:") > 20
+    assert gregor == kafka
