@@ -4,9 +4,10 @@ JoinGroup 0-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit
 2-9, OffsetFetch 1-9, DescribeGroups 0-6 (v6 is Kafka 4.3's), ListGroups 0-5, DeleteGroups 0-2,
 OffsetDelete 0: the versions Kafka 4.x serves (librdkafka still checks that the
 group APIs start at 0). The coordinator shapes every response; the broker adds
-only what needs cluster metadata, as Kafka's KafkaApis does: partitions of
-topics that do not exist get UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit and
-OffsetDelete without reaching the coordinator.
+only what Kafka's KafkaApis adds: partitions of topics that do not exist get
+UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit and OffsetDelete without reaching
+the coordinator, and DescribeGroups carries the authorized operations when
+asked.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from broker.registry import handles
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.values import Struct
+
+# Without an authorizer every operation on a group is allowed: READ, DELETE,
+# DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes).
+GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 def _forward(api_key: int):
@@ -30,9 +35,18 @@ sync_group = handles(ApiKey.SYNC_GROUP, "0-5")(_forward(ApiKey.SYNC_GROUP))
 heartbeat = handles(ApiKey.HEARTBEAT, "0-4")(_forward(ApiKey.HEARTBEAT))
 leave_group = handles(ApiKey.LEAVE_GROUP, "0-5")(_forward(ApiKey.LEAVE_GROUP))
 offset_fetch = handles(ApiKey.OFFSET_FETCH, "1-9")(_forward(ApiKey.OFFSET_FETCH))
-describe_groups = handles(ApiKey.DESCRIBE_GROUPS, "0-6")(_forward(ApiKey.DESCRIBE_GROUPS))
 list_groups = handles(ApiKey.LIST_GROUPS, "0-5")(_forward(ApiKey.LIST_GROUPS))
 delete_groups = handles(ApiKey.DELETE_GROUPS, "0-2")(_forward(ApiKey.DELETE_GROUPS))
+
+
+@handles(ApiKey.DESCRIBE_GROUPS, "0-6")
+async def describe_groups(ctx, request):
+    response = await ctx.broker.groups.request(ApiKey.DESCRIBE_GROUPS, ctx, request)
+    if ctx.api_version >= 3 and request.include_authorized_operations:
+        for group in response["groups"]:
+            if group["error_code"] == ErrorCode.NONE:
+                group["authorized_operations"] = GROUP_OPERATIONS
+    return response
 
 
 def _split_unknown_partitions(ctx, request):
