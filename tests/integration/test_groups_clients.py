@@ -14,6 +14,7 @@ import time
 import aiokafka
 import kafka
 import pytest
+from confluent_kafka.admin import AclOperation, AdminClient
 from kafka.structs import OffsetAndMetadata
 
 from tests.gregor_process import GregorProcess
@@ -180,6 +181,36 @@ def test_aiokafka_member_commits_and_the_next_one_resumes_there(broker):
     assert marks == [3, 8]
     assert sorted(second) == [(0, o) for o in range(3, 10)] + [(1, 8), (1, 9)]
     assert committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+
+
+# --- confluent-kafka's AdminClient ---------------------------------------------------------
+
+
+def test_describe_groups_reports_every_group_operation_when_asked(broker):
+    """Without an authorizer Kafka allows everything on a group and says so
+    (KIP-430) only when the client asks."""
+    topic = group = "authorized-operations"
+    create_topic(broker.bootstrap, topic)
+    member = Member(broker.bootstrap, group, topic)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        poll_until([member], lambda: member.partitions() == {0}, "the member's partition")
+        asked = admin.describe_consumer_groups(
+            [group], include_authorized_operations=True, request_timeout=TIMEOUT
+        )[group].result(TIMEOUT)
+        plain = admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result(
+            TIMEOUT
+        )
+    finally:
+        member.close()
+    assert set(asked.authorized_operations) == {
+        AclOperation.READ,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    }
+    assert plain.authorized_operations is None
 
 
 # --- Kafka's Java tools --------------------------------------------------------------------
