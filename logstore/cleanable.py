@@ -41,9 +41,11 @@ class LogToClean:
     cleanable_bytes: int
     # How long past max.compaction.lag.ms the oldest dirty batch is (0: not past).
     max_compaction_delay_ms: int
-    # The non-active segments the cleaning may rewrite, with their sizes then.
+    # The non-active segments the cleaning may rewrite, with their sizes then
+    # (.log bytes; offset and time index bytes, as Kafka groups them).
     segments: tuple[LogSegment, ...]
     sizes: tuple[int, ...]
+    index_sizes: tuple[tuple[int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -137,4 +139,7 @@ def log_to_clean(
         max_compaction_delay_ms=delay,
         segments=rewritable,
         sizes=tuple(s.size for s in rewritable),
+        index_sizes=tuple(
+            (s.offset_index.entries * 8, s.time_index.entries * 12) for s in rewritable
+        ),
     )

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from logstore.cleanable import LogToClean
 from logstore.files import CLEANED_SUFFIX, fsync_path
@@ -134,13 +134,15 @@ def clean_log(
     active_producers = plog.active_producer_last_offsets()
 
     targets = [
-        (seg, size)
-        for seg, size in zip(to_clean.segments, to_clean.sizes, strict=True)
+        _Target(seg, size, *index_sizes)
+        for seg, size, index_sizes in zip(
+            to_clean.segments, to_clean.sizes, to_clean.index_sizes, strict=True
+        )
         if seg.base_offset < end_offset
     ]
-    uppers = [seg.base_offset for seg, _ in targets[1:]] + [to_clean.first_uncleanable_offset]
-    for group in group_segments(targets, uppers, config.segment_bytes):
-        segments = [seg for seg, _ in group]
+    uppers = [t.segment.base_offset for t in targets[1:]] + [to_clean.first_uncleanable_offset]
+    for group in group_segments(targets, uppers, config.segment_bytes, config.segment_index_bytes):
+        segments = [t.segment for t in group]
         cleaned = clean_segments(
             plog.dir,
             segments,
@@ -151,7 +153,7 @@ def clean_log(
             config=config,
             stats=stats,
         )
-        if not plog.replace_segments(cleaned, segments, [size for _, size in group]):
+        if not plog.replace_segments(cleaned, segments, [t.size for t in group]):
             log.info("%s: the log changed while it was cleaned; cleaning stopped", plog.dir)
             _discard(cleaned)
             return CleanResult(None, stats)
@@ -194,24 +196,40 @@ def build_offset_map(
     offset_map.latest_offset = max(offset_map.latest_offset, end - 1)
 
 
-def group_segments(targets, uppers, max_bytes: int):
-    """Consecutive (segment, size) runs whose sizes add up to at most
-    `max_bytes` and whose offsets fit int32 relative to the first base
+class _Target(NamedTuple):
+    segment: LogSegment
+    size: int
+    index_bytes: int
+    time_index_bytes: int
+
+
+def group_segments(targets: list[_Target], uppers: list[int], max_bytes: int, max_index_bytes: int):
+    """Consecutive runs of segments whose `.log` sizes add up to at most
+    `max_bytes`, whose offset and time index sizes each add up to at most
+    `max_index_bytes`, and whose offsets fit int32 relative to the first base
     (Kafka's groupSegmentsBySize). `uppers[i]` bounds the offsets of
     targets[i]."""
     i = 0
     while i < len(targets):
         group = [targets[i]]
-        total = targets[i][1]
-        base = targets[i][0].base_offset
+        size, index, time_index = (
+            targets[i].size,
+            targets[i].index_bytes,
+            targets[i].time_index_bytes,
+        )
+        base = targets[i].segment.base_offset
         i += 1
         while (
             i < len(targets)
-            and total + targets[i][1] <= max_bytes
+            and size + targets[i].size <= max_bytes
+            and index + targets[i].index_bytes <= max_index_bytes
+            and time_index + targets[i].time_index_bytes <= max_index_bytes
             and uppers[i] - 1 - base <= INT32_MAX
         ):
             group.append(targets[i])
-            total += targets[i][1]
+            size += targets[i].size
+            index += targets[i].index_bytes
+            time_index += targets[i].time_index_bytes
             i += 1
         yield group
 

@@ -492,3 +492,27 @@ def test_compaction_settings_have_kafkas_names():
         broker.delete_retention_ms,
     ) == (0.3, 7, 9, 11)
     assert not LogConfig().compact_enabled
+
+
+def test_groups_are_bounded_by_segment_bytes_and_index_bytes(tmp_path):
+    """Kafka's groupSegmentsBySize: a cleaned segment replaces as many old
+    ones as fit segment.bytes and, for each index, segment.index.bytes."""
+
+    def cleaned_segment_count(index_bytes: int) -> int:
+        path = tmp_path / f"compacted-{index_bytes}"
+        log = open_log(path, compact_config(index_interval_bytes=0))
+        for i in range(120):  # unique keys: nothing goes, sizes stay
+            log.append(kv_batch([(f"k{i}", "v")]), 0)
+        log.roll()
+        # Every batch but each segment's first has an offset index entry.
+        entries = [s.offset_index.entries for s in log.segments[:-1]]
+        assert min(entries) > 0
+        log.update_config(
+            log.config.replace(segment_bytes=100_000, segment_index_bytes=index_bytes)
+        )
+        clean(log, tmp_path)
+        return len(log.segments) - 1
+
+    assert cleaned_segment_count(10 * 1024 * 1024) == 1
+    # Room for the time index entries of about two old segments per group.
+    assert cleaned_segment_count(2 * 12 * 8) > 3
