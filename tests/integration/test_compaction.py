@@ -12,6 +12,7 @@ Segments are made small with Kafka's test-only topic config
 from __future__ import annotations
 
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -305,3 +306,91 @@ def test_cleaned_segments_hold_the_batches_apache_kafka_writes(tmp_path):
         process.stop()
     assert "deleteHorizonMs: <set>" in kafka and kafka.count("| offset:") > 20
     assert gregor == kafka
+
+
+def read_pass(bootstrap, topic, end) -> list[tuple[int, str, str | None]]:
+    """One consumer from offset 0 until it has the record at `end` - 1 (the
+    last record of a partition is always its key's latest: compaction keeps
+    it)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "gregor-compaction-readers",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while not got or got[-1][0] < end - 1:
+            assert time.monotonic() < deadline, f"a pass got {len(got)} records, last {got[-1:]}"
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            value = msg.value()
+            got.append(
+                (msg.offset(), msg.key().decode(), None if value is None else value.decode())
+            )
+    finally:
+        consumer.close()
+    return got
+
+
+def test_consumers_read_correct_records_while_the_cleaner_swaps_segments(broker):
+    """Consumers read from the beginning again and again while a producer
+    writes and the cleaner rewrites and swaps segments under them: every
+    record they get is the one produced at that offset, in offset order, no
+    fetch fails, and passes that start after a cleaning see it."""
+    topic = "compacted-busy"
+    create_topic(
+        broker.bootstrap,
+        topic,
+        {
+            "cleanup.policy": "compact",
+            "internal.segment.bytes": "1200",
+            "min.cleanable.dirty.ratio": "0.01",
+        },
+    )
+    produced: dict[int, tuple[str, str | None]] = {}
+    failures: list[BaseException] = []
+
+    def write():
+        try:
+            for round in range(6):
+                updates = [(KEYS[i % len(KEYS)], f"busy {round} {i:04d}") for i in range(300)]
+                produced.update(produce(broker.bootstrap, topic, updates))
+        except BaseException as e:  # reported by the main thread
+            failures.append(e)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    passes_after_cleaning = 0
+    try:
+        deadline = time.monotonic() + 3 * TIMEOUT
+        while writer.is_alive() or passes_after_cleaning < 2:
+            assert time.monotonic() < deadline, "no pass over a cleaned log"
+            cleaned_before = cleaned_up_to(broker, "compacted-busy")
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "hw"})
+            try:
+                _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT)
+            finally:
+                consumer.close()
+            if end == 0:
+                continue
+            got = read_pass(broker.bootstrap, topic, end)
+            offsets = [o for o, _, _ in got]
+            assert offsets == sorted(set(offsets))
+            snapshot = dict(produced)
+            assert all(snapshot.get(o, (k, v)) == (k, v) for o, k, v in got)
+            if cleaned_before > 0:
+                passes_after_cleaning += 1
+                # Compacted below the cleaner's progress: each key at most once there.
+                below = [k for o, k, _ in got if o < cleaned_before]
+                assert len(below) == len(set(below))
+    finally:
+        writer.join(TIMEOUT)
+    assert not failures, failures
+    assert len(produced) == 1800
