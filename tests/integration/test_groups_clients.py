@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
+import subprocess
 import threading
 import time
 
@@ -18,7 +20,14 @@ from confluent_kafka.admin import AclOperation, AdminClient
 from kafka.structs import OffsetAndMetadata
 
 from tests.gregor_process import GregorProcess
-from tests.integration.clients import GROUP_OVERRIDES, Member, committed, poll_until, wait_until
+from tests.integration.clients import (
+    GROUP_OVERRIDES,
+    Member,
+    committed,
+    describe_group,
+    poll_until,
+    wait_until,
+)
 from tests.integration.test_produce_consume import TIMEOUT, create_topic, needs_java, produce_ok
 from tools import kafka_cli
 
@@ -216,6 +225,9 @@ def test_describe_groups_reports_every_group_operation_when_asked(broker):
 # --- Kafka's Java tools --------------------------------------------------------------------
 
 
+COOPERATIVE_STICKY = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+
+
 def consumer_groups(bootstrap, *args):
     return kafka_cli.run_tool("kafka-consumer-groups", "--bootstrap-server", bootstrap, *args)
 
@@ -296,3 +308,82 @@ def test_console_consumer_in_a_group_and_kafka_consumer_groups_manage_its_offset
     )
     assert group not in consumer_groups(bs, "--list").stdout.split()
     assert committed(bs, group, topic, 3) == {0: -1001, 1: -1001, 2: -1001}
+
+
+class VerifiableConsumer:
+    """Kafka's kafka-verifiable-consumer (a Java KafkaConsumer in a group),
+    with the JSON events it prints read in a thread."""
+
+    def __init__(self, bootstrap, topic, group, *extra):
+        self.proc = kafka_cli.popen_tool(
+            "kafka-verifiable-consumer", "--bootstrap-server", bootstrap, "--topic", topic,
+            "--group-id", group, "--reset-policy", "earliest", "--session-timeout", "6000",
+            *extra, stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
+        )  # fmt: skip
+        self.events: list[dict] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def rebalances(self) -> list[tuple[str, list[int]]]:
+        """("partitions_assigned" or "partitions_revoked", partitions) in order."""
+        return [
+            (e["name"], sorted(p["partition"] for p in e["partitions"]))
+            for e in list(self.events)
+            if e["name"] in ("partitions_assigned", "partitions_revoked")
+        ]
+
+    def owned(self) -> set[int]:
+        owned = set()
+        for name, partitions in self.rebalances():
+            owned = (
+                owned | set(partitions)
+                if name == "partitions_assigned"
+                else owned - set(partitions)
+            )
+        return owned
+
+    def stop(self) -> None:
+        kafka_cli.stop(self.proc)
+        self._reader.join(TIMEOUT)
+
+
+@needs_java
+def test_java_consumers_with_cooperative_sticky_move_only_the_partitions_that_change_hands(
+    broker,
+):
+    topic = group = "java-cooperative"
+    fill(broker.bootstrap, topic, 4, 5)
+    cooperative = ("--assignment-strategy", COOPERATIVE_STICKY)
+    first = VerifiableConsumer(broker.bootstrap, topic, group, *cooperative)
+    second = None
+    try:
+        wait_until(lambda: first.owned() == {0, 1, 2, 3}, "the first member with all four")
+        second = VerifiableConsumer(broker.bootstrap, topic, group, *cooperative)
+        wait_until(
+            lambda: len(first.owned()) == 2 and len(second.owned()) == 2, "two members with two"
+        )
+        assert first.owned() | second.owned() == {0, 1, 2, 3}
+        # The first member gave up only the two partitions that moved.
+        assert [r for r in first.rebalances() if r[1]] == [
+            ("partitions_assigned", [0, 1, 2, 3]),
+            ("partitions_revoked", sorted(second.owned())),
+        ]
+        description = describe_group(broker.bootstrap, group)
+        assert (description.partition_assignor, len(description.members)) == (
+            "cooperative-sticky",
+            2,
+        )
+
+        moved = second.owned()
+        second.stop()  # LeaveGroup: its partitions go back to the first member
+        wait_until(lambda: first.owned() == {0, 1, 2, 3}, "the first member with all four again")
+        assert [r for r in first.rebalances() if r[1]][-1] == ("partitions_assigned", sorted(moved))
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
