@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from logstore.checkpoint import read_offset_checkpoint
 from tests.gregor_process import GregorProcess
@@ -232,15 +239,18 @@ def test_consumer_offsets_is_compacted_and_commits_survive_a_restart(tmp_path):
 
 
 def _compact_and_dump(bootstrap: str, data_dir: Path) -> str:
-    """Write one workload to a compacted topic, wait for the cleaner to reach
+    """Write one workload to a topic, make it compacted, wait for the cleaner to reach
     the active segment, and dump the cleaned segments (deep iteration), with
     what differs between two runs (CRCs, delete horizons, paths) masked."""
     topic = "compacted-side-by-side"
+    # Written uncompacted, then compacted in one pass: how often a cleaner
+    # runs while records arrive would change the segment groups.
     create_topic(
         bootstrap,
         topic,
         {
-            "cleanup.policy": "compact",
+            "cleanup.policy": "delete",
+            "retention.ms": "-1",
             "internal.segment.bytes": "1200",
             "min.cleanable.dirty.ratio": "0.01",
         },
@@ -262,6 +272,16 @@ def _compact_and_dump(bootstrap: str, data_dir: Path) -> str:
             assert producer.flush(TIMEOUT) == 0
     partition_dir = data_dir / f"{topic}-0"
     active = sorted(int(p.stem) for p in partition_dir.glob("*.log"))[-1]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    compact = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for future in admin.incremental_alter_configs([compact]).values():
+        future.result(TIMEOUT)
     deadline = time.monotonic() + 60
     while cleaned_up_to_dir(data_dir, topic) < active:
         assert time.monotonic() < deadline, "the cleaner did not compact the topic"
