@@ -52,6 +52,7 @@ from wire.records import (
     iter_records,
     read_batch_header,
     record_timestamp,
+    validate_batch,
 )
 
 if TYPE_CHECKING:
@@ -255,6 +256,8 @@ def clean_segments(
         for seg in segments:
             for pos, h in seg.batches():
                 data = seg.file.pread(h.size, pos)
+                # A corrupt batch must not come out of a rewrite with a fresh CRC.
+                validate_batch(data)
                 stats.bytes_read += h.size
                 kept = filter_batch(
                     data,

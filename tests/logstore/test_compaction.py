@@ -516,3 +516,37 @@ def test_groups_are_bounded_by_segment_bytes_and_index_bytes(tmp_path):
     assert cleaned_segment_count(10 * 1024 * 1024) == 1
     # Room for the time index entries of about two old segments per group.
     assert cleaned_segment_count(2 * 12 * 8) > 3
+
+
+def test_a_log_with_a_corrupt_batch_is_left_alone_and_marked_uncleanable(tmp_path):
+    log = open_log(tmp_path / "compacted-0", compact_config())
+    _fill(log, 60)
+    first = log.segments[0]
+    # Flip a byte of the first batch's last record (its value): the CRC no longer matches.
+    with open(first.log_path, "r+b") as f:
+        size = next(first.batches())[1].size
+        f.seek(size - 2)
+        byte = f.read(1)
+        f.seek(size - 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    files = sorted(os.listdir(tmp_path / "compacted-0"))
+    contents = [open(s.log_path, "rb").read() for s in log.segments]
+    cleaner = LogCleaner()
+
+    assert clean(log, tmp_path, cleaner) is None
+    assert cleaner.uncleanable == {(str(tmp_path), TP)}
+    assert sorted(os.listdir(tmp_path / "compacted-0")) == files
+    assert [open(s.log_path, "rb").read() for s in log.segments] == contents
+    # Skipped from then on; other logs are still cleaned.
+    assert clean(log, tmp_path, cleaner) is None
+    other = open_log(tmp_path / "other-0", compact_config())
+    _fill(other, 60)
+    from logstore import CleanerCandidate
+
+    cleaned = cleaner.clean_filthiest(
+        [
+            CleanerCandidate(TP, log, str(tmp_path)),
+            CleanerCandidate(("other", 0), other, str(tmp_path)),
+        ]
+    )
+    assert cleaned is not None and cleaned.topic_partition == ("other", 0)
