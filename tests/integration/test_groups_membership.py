@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
@@ -115,10 +116,17 @@ def test_killed_member_loses_its_partitions_after_its_session_timeout(broker):
         stdout=subprocess.PIPE,
         text=True,
     )
+    lines = []
+
+    def read():  # in a thread, so that every wait stays bounded
+        for line in child.stdout:
+            lines.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
     members = []
     try:
-        first = child.stdout.readline()
-        assert first.startswith("assigned [0, 1, 2, 3, 4, 5]"), first
+        wait_until(lambda: lines, "the child's first assignment")
+        assert lines[0] == "assigned [0, 1, 2, 3, 4, 5]\n"
         members = [Member(broker.bootstrap, group, topic) for _ in range(2)]
         # The child keeps polling, so it rejoins and keeps two partitions.
         poll_until(
