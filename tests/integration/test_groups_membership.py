@@ -19,6 +19,7 @@ import threading
 
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from coordinator.hashing import coordinator_partition
 from tests.gregor_process import GregorProcess
@@ -32,7 +33,7 @@ from tests.integration.clients import (
     split_evenly,
     wait_until,
 )
-from tests.integration.test_produce_consume import create_topic, produce_ok
+from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +87,21 @@ def test_member_that_closes_hands_its_partitions_to_the_others(broker, strategy)
         assert sorted(len(m.partitions()) for m in staying) == [3, 3]
         description = describe_group(broker.bootstrap, group)
         assert len(description.members) == 2
+    finally:
+        close_all(members)
+
+
+def test_partitions_added_to_the_topic_are_assigned_to_the_group(broker):
+    topic = group = "grown"
+    create_topic(broker.bootstrap, topic, partitions=4)
+    conf = {"topic.metadata.refresh.interval.ms": 500}  # the leader notices sooner
+    members = [Member(broker.bootstrap, group, topic, **conf) for _ in range(2)]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        poll_until(members, lambda: split_evenly(members, 4), "two members with two each")
+        admin.create_partitions([NewPartitions(topic, 6)])[topic].result(TIMEOUT)
+        poll_until(members, lambda: split_evenly(members, 6), "two members with three each")
+        assert describe_group(broker.bootstrap, group).state.name == "STABLE"
     finally:
         close_all(members)
 
