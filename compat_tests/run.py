@@ -7,12 +7,19 @@
                                                # brokers that already run (none is started)
     python compat_tests/run.py --sequential    # one target after the other (slower)
     python compat_tests/run.py -- -x -vv       # extra pytest arguments after --
+    python compat_tests/run.py --no-real-suites
+                                               # skip the clients' own suites
 
 It starts a single-node Apache Kafka (tools/run_kafka.py) and a Gregor
 (`gregor serve`) with the same settings (BROKER_SETTINGS), builds the franz-go
 client, runs `pytest compat_tests` against each broker (in parallel by default;
 each writes JUnit XML and a JSON-lines result file under .cache/compat/), then
 prints the matrix test x target and writes it to compat_tests/REPORT.md.
+Then, with the brokers still up, it runs parts of real clients' own test
+suites (franz-go's pkg/kgo and kafka-python's integration tests, see
+compat_tests/real_suites.py) against each target and adds the section "Real
+suites written by others"; a test of those that passes on Kafka and fails on
+Gregor counts as a difference too (ids `realsuite:<suite>/<test>`).
 
 Exit status: 0 when every test passes on Apache Kafka and on Gregor, except the
 tests listed in compat_tests/KNOWN_DIFFERENCES (reported as known differences);
@@ -27,7 +34,6 @@ import datetime
 import fnmatch
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +48,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tools"))
 
+import real_suites  # noqa: E402  (compat_tests/real_suites.py)
 import run_kafka  # noqa: E402  (tools/run_kafka.py)
 from compatlib import franz  # noqa: E402
 
@@ -62,6 +69,9 @@ BROKER_SETTINGS = {
     "transaction.state.log.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
     "log.retention.check.interval.ms": "1000",
+    # kafka-python's integration suite (real_suites.py) runs groups with 3 s
+    # sessions; its own test broker allows them the same way.
+    "group.min.session.timeout.ms": "1000",
 }
 # Kafka only: retention checks start 30 s after startup unless told otherwise.
 KAFKA_ONLY = {"log.initial.task.delay.ms": "0"}
@@ -93,6 +103,9 @@ class GregorNode:
         cmd = [exe] if exe else [sys.executable, "-m", "broker.cli"]
         settings = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            # As tools/run_kafka.py gives Kafka: the same static setting on both sides
+            # (kafka-python's suite checks its DescribeConfigs source).
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.dir / "data"),
             "node.id": "1",
             **BROKER_SETTINGS,
@@ -106,12 +119,19 @@ class GregorNode:
         t0 = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            start_new_session=True,
+        )
         log.close()
         try:
-            run_kafka.wait_until_ready("127.0.0.1", self.port, node_id=1, timeout=60,
-                                       proc=self.proc)
+            run_kafka.wait_until_ready(
+                "127.0.0.1", self.port, node_id=1, timeout=60, proc=self.proc
+            )
         except (TimeoutError, run_kafka.KafkaStartError) as exc:
             self.stop()
             raise run_kafka.KafkaStartError(
@@ -155,13 +175,21 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
     for p in (run.results_path, run.junit_path):
         p.unlink(missing_ok=True)
     cmd = [
-        sys.executable, "-m", "pytest", str(HERE),
-        "--bootstrap-servers", run.bootstrap,
-        "--compat-results", str(run.results_path),
+        sys.executable,
+        "-m",
+        "pytest",
+        str(HERE),
+        "--bootstrap-servers",
+        run.bootstrap,
+        "--compat-results",
+        str(run.results_path),
         f"--junitxml={run.junit_path}",
-        "-p", "no:cacheprovider",
-        "-W", "ignore::DeprecationWarning",
-        "-q", "-rN",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::DeprecationWarning",
+        "-q",
+        "-rN",
         *pytest_args,
     ]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -170,8 +198,9 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
     with open(run.log_path, "w") as log:
         log.write(" ".join(cmd) + "\n\n")
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, stdin=subprocess.DEVNULL
+        )
         try:
             run.returncode = proc.wait(PYTEST_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -183,6 +212,40 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
         for line in run.results_path.read_text().splitlines():
             row = json.loads(line)
             run.results[row["id"]] = row
+
+
+def run_real_suites(runs: list[TargetRun], sequential: bool, info: dict[str, str]):
+    """The clients' own suites against each target that the compat suite ran on."""
+    t0 = time.monotonic()
+    try:
+        real_suites.prepare()
+    except (real_suites.SuiteUnavailable, OSError, subprocess.SubprocessError) as exc:
+        # Each target's run then reports the suite that cannot be had as an error.
+        print(f"compat: real suites: {exc}", file=sys.stderr)
+    info["real suites prepared"] = f"{time.monotonic() - t0:.0f} s (download and build, cached)"
+    print(
+        f"compat: running the real suites against {', '.join(r.name for r in runs)}"
+        f"{' one after the other' if sequential else ' in parallel'}",
+        flush=True,
+    )
+    suite_runs: list[real_suites.SuitesRun | None] = [None] * len(runs)
+
+    def one(i: int, run: TargetRun) -> None:
+        suite_runs[i] = real_suites.run_suites(
+            run.name, run.bootstrap, OUT_DIR, run_kafka.KAFKA_VERSION
+        )
+
+    if sequential:
+        for i, run in enumerate(runs):
+            one(i, run)
+    else:
+        threads = [threading.Thread(target=one, args=(i, r)) for i, r in enumerate(runs)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    info["real suites run"] = f"{time.monotonic() - t0:.0f} s"
+    return [r for r in suite_runs if r is not None]
 
 
 # --- known differences and the report -------------------------------------------------------
@@ -275,12 +338,16 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
     # terminal
     width = min(max((len(t[0]) for t in table), default=10), 90)
     term = []
-    term.append(f"{'test':<{width}}  {'client':<15} " + " ".join(f"{n:<6}" for n in names)
-                + "  verdict")
+    term.append(
+        f"{'test':<{width}}  {'client':<15} " + " ".join(f"{n:<6}" for n in names) + "  verdict"
+    )
     for sid, client, _api, outcomes, text in table:
         sid_shown = sid if len(sid) <= width else sid[: width - 1] + "…"
-        term.append(f"{sid_shown:<{width}}  {client:<15} "
-                    + " ".join(f"{o:<6}" for o in outcomes) + f"  {text}")
+        term.append(
+            f"{sid_shown:<{width}}  {client:<15} "
+            + " ".join(f"{o:<6}" for o in outcomes)
+            + f"  {text}"
+        )
     term.append("")
     for nodeid, cells, text in problems:
         term.append(f"{text}: {short_id(nodeid)}")
@@ -293,8 +360,10 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
     term.append("")
     term.append(f"{len(rows)} tests: {summary}")
     for run in runs:
-        term.append(f"  {run.name}: {run.bootstrap}, pytest exit {run.returncode}, "
-                    f"{run.seconds:.0f}s, log {run.log_path}")
+        term.append(
+            f"  {run.name}: {run.bootstrap}, pytest exit {run.returncode}, "
+            f"{run.seconds:.0f}s, log {run.log_path}"
+        )
 
     # markdown
     md = []
@@ -308,9 +377,11 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
         md.append(f"- {run.name}: pytest exit {run.returncode}, {run.seconds:.0f} s")
     md.append(f"- result: {len(rows)} tests; {summary}")
     md.append("")
-    md.append("Verdicts: **ok** = passes on both; **GREGOR DIFFERS** = passes on Apache Kafka, "
-              "fails on Gregor; **BROKEN ON KAFKA** = the test itself is wrong; "
-              "**known difference** = listed in `compat_tests/KNOWN_DIFFERENCES`.")
+    md.append(
+        "Verdicts: **ok** = passes on both; **GREGOR DIFFERS** = passes on Apache Kafka, "
+        "fails on Gregor; **BROKEN ON KAFKA** = the test itself is wrong; "
+        "**known difference** = listed in `compat_tests/KNOWN_DIFFERENCES`."
+    )
     md.append("")
     if problems:
         md.append("## Unexpected results")
@@ -339,8 +410,9 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
             client, _ = meta_of(cells)
             outs = [CELL[(cells.get(n) or {}).get("outcome")] for n in names]
             note = " (passes now: remove it from KNOWN_DIFFERENCES)" if "now passes" in text else ""
-            md.append(f"| `{short_id(nodeid)}` | {client} | {reason}{note} | "
-                      + " | ".join(outs) + " |")
+            md.append(
+                f"| `{short_id(nodeid)}` | {client} | {reason}{note} | " + " | ".join(outs) + " |"
+            )
         md.append("")
     md.append("## Matrix")
     md.append("")
@@ -357,10 +429,16 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
 
 def git_describe() -> str:
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -368,14 +446,25 @@ def git_describe() -> str:
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", action="append", default=[], metavar="NAME=HOST:PORT",
-                    help="use a running broker instead of starting one (kafka=..., gregor=...)")
-    ap.add_argument("--only", choices=ORDER, action="append",
-                    help="run against this target only (repeatable)")
+    ap.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="use a running broker instead of starting one (kafka=..., gregor=...)",
+    )
+    ap.add_argument(
+        "--only", choices=ORDER, action="append", help="run against this target only (repeatable)"
+    )
     ap.add_argument("--sequential", action="store_true", help="one target after the other")
     ap.add_argument("-k", dest="keyword", help="pytest -k expression")
     ap.add_argument("--report", default=str(REPORT), help="markdown report path")
     ap.add_argument("--keep", action="store_true", help="keep the brokers' directories")
+    ap.add_argument(
+        "--no-real-suites",
+        action="store_true",
+        help="skip the clients' own test suites (franz-go, kafka-python)",
+    )
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     return ap.parse_args(argv)
 
@@ -387,8 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.target:
         name, sep, addr = item.partition("=")
         if not sep or name not in ORDER:
-            print(f"compat: --target needs kafka=HOST:PORT or gregor=HOST:PORT, got {item!r}",
-                  file=sys.stderr)
+            print(
+                f"compat: --target needs kafka=HOST:PORT or gregor=HOST:PORT, got {item!r}",
+                file=sys.stderr,
+            )
             return 2
         given[name] = addr
     targets = args.only or ORDER
@@ -402,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="compat-"))
     kafka = gregor = None
+    suite_runs: list[real_suites.SuitesRun] = []
     info: dict[str, str] = {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "Apache Kafka": run_kafka.KAFKA_VERSION,
@@ -414,8 +506,9 @@ def main(argv: list[str] | None = None) -> int:
     def start_kafka():
         nonlocal kafka
         try:
-            kafka = run_kafka.KafkaNode(overrides={**BROKER_SETTINGS, **KAFKA_ONLY},
-                                        directory=workdir / "kafka").start()
+            kafka = run_kafka.KafkaNode(
+                overrides={**BROKER_SETTINGS, **KAFKA_ONLY}, directory=workdir / "kafka"
+            ).start()
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(f"Apache Kafka: {exc}")
 
@@ -441,13 +534,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"compat: cannot start {e}", file=sys.stderr)
             return 2
         if kafka is not None:
-            info["Kafka start"] = f"{kafka.start_seconds:.1f} s (format {kafka.format_seconds:.1f} s)"
-            print(f"compat: Apache Kafka {run_kafka.KAFKA_VERSION} at {kafka.bootstrap} "
-                  f"(ready in {kafka.start_seconds:.1f}s)", flush=True)
+            info["Kafka start"] = (
+                f"{kafka.start_seconds:.1f} s (format {kafka.format_seconds:.1f} s)"
+            )
+            print(
+                f"compat: Apache Kafka {run_kafka.KAFKA_VERSION} at {kafka.bootstrap} "
+                f"(ready in {kafka.start_seconds:.1f}s)",
+                flush=True,
+            )
         if gregor is not None:
             info["Gregor start"] = f"{gregor.start_seconds:.1f} s"
-            print(f"compat: Gregor at {gregor.bootstrap} (ready in {gregor.start_seconds:.1f}s)",
-                  flush=True)
+            print(
+                f"compat: Gregor at {gregor.bootstrap} (ready in {gregor.start_seconds:.1f}s)",
+                flush=True,
+            )
         addresses = dict(given)
         if kafka is not None:
             addresses["kafka"] = kafka.bootstrap
@@ -458,13 +558,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.keyword:
             pytest_args += ["-k", args.keyword]
         runs = [
-            TargetRun(name, addresses[name], OUT_DIR / f"{name}.jsonl",
-                      OUT_DIR / f"{name}.junit.xml", OUT_DIR / f"{name}.log")
-            for name in ORDER if name in targets
+            TargetRun(
+                name,
+                addresses[name],
+                OUT_DIR / f"{name}.jsonl",
+                OUT_DIR / f"{name}.junit.xml",
+                OUT_DIR / f"{name}.log",
+            )
+            for name in ORDER
+            if name in targets
         ]
-        print(f"compat: running the suite against {', '.join(r.name for r in runs)}"
-              f"{' one after the other' if args.sequential else ' in parallel'}; "
-              f"logs in {OUT_DIR}", flush=True)
+        print(
+            f"compat: running the suite against {', '.join(r.name for r in runs)}"
+            f"{' one after the other' if args.sequential else ' in parallel'}; "
+            f"logs in {OUT_DIR}",
+            flush=True,
+        )
         if args.sequential:
             for run in runs:
                 run_pytest(run, pytest_args)
@@ -478,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
             if not run.results:
                 print(f"compat: no results from {run.name}; see {run.log_path}:", file=sys.stderr)
                 print(run.log_path.read_text()[-3000:], file=sys.stderr)
+        if not args.no_real_suites:
+            suite_runs = run_real_suites(runs, args.sequential, info)
     finally:
         if gregor is not None:
             gregor.stop()
@@ -494,6 +605,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = build_rows(runs)
     known = load_known()
     term, md, problems = render(runs, rows, known, info)
+    if suite_runs:
+        suite_term, suite_md, suite_problems = real_suites.render(suite_runs, known)
+        term += "\n" + suite_term
+        md += "\n" + suite_md
+        problems += suite_problems
     print(term)
     Path(args.report).write_text(md)
     print(f"compat: report written to {os.path.relpath(args.report, os.getcwd())}")
