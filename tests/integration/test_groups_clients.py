@@ -28,7 +28,13 @@ from tests.integration.clients import (
     poll_until,
     wait_until,
 )
-from tests.integration.test_produce_consume import TIMEOUT, create_topic, needs_java, produce_ok
+from tests.integration.test_produce_consume import (
+    TIMEOUT,
+    create_topic,
+    needs_java,
+    needs_kcat,
+    produce_ok,
+)
 from tools import kafka_cli
 
 
@@ -190,6 +196,38 @@ def test_aiokafka_member_commits_and_the_next_one_resumes_there(broker):
     assert marks == [3, 8]
     assert sorted(second) == [(0, o) for o in range(3, 10)] + [(1, 8), (1, 9)]
     assert committed(broker.bootstrap, group, topic, 2) == {0: 10, 1: 10}
+
+
+# --- kcat ------------------------------------------------------------------------------------
+
+
+@needs_kcat
+def test_kcat_balanced_consumer_reads_everything_once_and_commits_at_exit(broker):
+    topic = group = "kcat-group"
+    fill(broker.bootstrap, topic, 2, 3)
+    # No -o: with -G it would override the committed offsets.
+    args = (
+        "-b",
+        broker.bootstrap,
+        "-G",
+        group,
+        "-X",
+        "auto.offset.reset=earliest",
+        "-e",
+        "-f",
+        "%p:%o\n",
+        topic,
+    )
+
+    first = kafka_cli.run_kcat(*args, timeout=TIMEOUT)
+    assert first.returncode == 0, first.stderr
+    assert sorted(first.stdout.split()) == [f"{p}:{o}" for p in range(2) for o in range(3)]
+    assert committed(broker.bootstrap, group, topic, 2) == {0: 3, 1: 3}
+
+    produce_ok(broker.bootstrap, topic, [(None, b"new", None)], partition=1)
+    again = kafka_cli.run_kcat(*args, timeout=TIMEOUT)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.split() == ["1:3"]  # resumed at the committed offsets
 
 
 # --- confluent-kafka's AdminClient ---------------------------------------------------------
