@@ -207,17 +207,9 @@ def test_kcat_balanced_consumer_reads_everything_once_and_commits_at_exit(broker
     fill(broker.bootstrap, topic, 2, 3)
     # No -o: with -G it would override the committed offsets.
     args = (
-        "-b",
-        broker.bootstrap,
-        "-G",
-        group,
-        "-X",
-        "auto.offset.reset=earliest",
-        "-e",
-        "-f",
-        "%p:%o\n",
-        topic,
-    )
+        "-b", broker.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
+        "-e", "-f", "%p:%o\n", topic,
+    )  # fmt: skip
 
     first = kafka_cli.run_kcat(*args, timeout=TIMEOUT)
     assert first.returncode == 0, first.stderr
