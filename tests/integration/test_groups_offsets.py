@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from coordinator.hashing import coordinator_partition
 from tests.gregor_process import GregorProcess
 from tests.integration.clients import (
     GROUP_OVERRIDES,
@@ -209,6 +210,30 @@ def test_committed_offsets_survive_a_broker_restart(gregor_factory, how):
         assert first == {0: 3, 2: 7}
     finally:
         resumed.close()
+
+
+def test_changing_offsets_topic_num_partitions_later_does_not_lose_any_group(tmp_path):
+    """As in Kafka, the partition count of the existing __consumer_offsets wins
+    over a changed setting, so every group is still found where it was."""
+    broker = GregorProcess(tmp_path / "data", GROUP_OVERRIDES).start()
+    try:
+        create_topic(broker.bootstrap, "t")
+        groups = [f"moved-{i}" for i in range(10)]
+        # On all three partitions now, and most elsewhere if 50 were used.
+        assert {coordinator_partition(g, 3) for g in groups} == {0, 1, 2}
+        assert sum(coordinator_partition(g, 3) != coordinator_partition(g, 50) for g in groups) > 5
+        for i, group in enumerate(groups):
+            member = Member(broker.bootstrap, group)
+            member.consumer.commit(offsets=[TopicPartition("t", 0, i + 1)], asynchronous=False)
+            member.close()
+    finally:
+        assert broker.stop() == 0
+    default_partitions = {
+        k: v for k, v in GROUP_OVERRIDES.items() if k != "offsets.topic.num.partitions"
+    }
+    with GregorProcess(broker.data_dir, default_partitions, port=broker.port) as restarted:
+        found = [committed(restarted.bootstrap, g, "t", 1)[0] for g in groups]
+        assert found == list(range(1, 11))
 
 
 # --- the internal topic and unknown topics ----------------------------------------------
