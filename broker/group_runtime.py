@@ -184,11 +184,14 @@ class GroupRuntime:
                     end = partition.high_watermark
                     if offset >= end:
                         break
-                    chunk, offset = await trio.to_thread.run_sync(
+                    chunk, next_offset = await trio.to_thread.run_sync(
                         _read_records, partition, offset, end
                     )
-                    if not chunk:
+                    if next_offset <= offset:
                         break
+                    # A chunk may hold no records (control batches, or the
+                    # emptied batches the cleaner keeps for producers): go on.
+                    offset = next_offset
                     for i in range(0, len(chunk), _LOAD_SLICE):
                         if index not in self._loading:
                             return  # unloaded meanwhile
