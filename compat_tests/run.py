@@ -2,7 +2,7 @@
 """Run the compatibility suite against Apache Kafka and Gregor side by side (`make compat`).
 
     python compat_tests/run.py                 # start both brokers, run, write REPORT.md
-    python compat_tests/run.py -k fetch        # only some tests (any pytest option after -k...)
+    python compat_tests/run.py -k fetch        # only some compat tests (the real suites still run)
     python compat_tests/run.py --target kafka=127.0.0.1:9092 --target gregor=127.0.0.1:9093
                                                # brokers that already run (none is started)
     python compat_tests/run.py --sequential    # one target after the other (slower)
