@@ -22,8 +22,12 @@ cached under .cache/realsuites/ (git-ignored), so a second run starts at once:
   to expect (the Apache Kafka version the compat run compares with).
 
 Both suites create their topics with explicit partition counts and replication
-factor 1, so they need no broker settings beyond compat_tests/run.py's
-BROKER_SETTINGS. Tests deliberately left out are in NOT_RUN with the reason.
+factor 1 and run on compat_tests/run.py's BROKER_SETTINGS; the one setting
+added for them is group.min.session.timeout.ms=1000 (kafka-python's test_group
+asks for 3 s sessions, and kafka-python's own test broker allows them the same
+way). kafka-python's tests import `kafka` from the unpacked sdist (pytest runs
+there), which is the same version as the installed client. Tests deliberately
+left out are in NOT_RUN with the reason.
 
 Each test becomes a row `realsuite:<suite>/<test>` with an outcome (passed,
 failed, skipped, error), as compat_tests/run.py's rows; `render()` builds the
