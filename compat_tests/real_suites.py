@@ -46,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -197,16 +198,20 @@ def prepare_franz() -> Path:
         return binary
     module_dir = franz_module_dir()
     _log(f"compiling franz-go v{franz_version()} pkg/kgo tests (once) into {binary}")
+    # Built under a name of its own, then renamed: another run building at the
+    # same time never finds a half-written binary.
+    partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
     proc = subprocess.run(
-        [_go(), "test", "-c", "-o", str(binary), "./pkg/kgo"],
+        [_go(), "test", "-c", "-o", str(partial), "./pkg/kgo"],
         cwd=module_dir,
         capture_output=True,
         text=True,
         timeout=1200,
     )
     if proc.returncode != 0:
-        binary.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         raise SuiteUnavailable(f"go test -c ./pkg/kgo failed:\n{proc.stdout}{proc.stderr}")
+    os.replace(partial, binary)
     return binary
 
 
@@ -349,10 +354,22 @@ def prepare_kafka_python() -> Path:
                 raise SuiteUnavailable(
                     f"pip download kafka-python=={version} failed:\n{proc.stdout}{proc.stderr}"
                 )
-        with tarfile.open(sdist) as tar:
-            tar.extractall(CACHE, filter="data")
-        if not (root / "test" / "integration").is_dir():
-            raise SuiteUnavailable(f"the kafka-python {version} sdist has no test/integration")
+        # Unpacked aside, then renamed into place, so that a run unpacking at
+        # the same time never sees a half-written tree.
+        staging = Path(tempfile.mkdtemp(prefix="unpacking-", dir=CACHE))
+        try:
+            with tarfile.open(sdist) as tar:
+                tar.extractall(staging, filter="data")
+            if not (staging / root.name / "test" / "integration").is_dir():
+                raise SuiteUnavailable(f"the kafka-python {version} sdist has no test/integration")
+            shutil.rmtree(root, ignore_errors=True)
+            try:
+                os.replace(staging / root.name, root)
+            except OSError:
+                if not (root / "test" / "integration").is_dir():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     _ensure_pytest_timeout()
     # Its fixtures check that KAFKA_ROOT (a Kafka distribution) exists even for an
     # external broker, which they never start: an empty directory satisfies them.
