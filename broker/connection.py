@@ -241,8 +241,10 @@ class Connection:
     async def _send_file_range(self, part) -> None:
         """Send a file range with os.sendfile: no copy through Python."""
         sock = self.stream.socket
-        fd, offset, remaining = part.fd, part.position, len(part)
+        offset, remaining = part.position, len(part)
         try:
+            # Inside the try: a log deleted since the read closes the fd (ValueError).
+            fd = part.fd
             while remaining > 0:
                 try:
                     sent = os.sendfile(sock.fileno(), fd, offset, remaining)
