@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_SECONDS ?= 60
 
-.PHONY: install run test unit fuzz lint bench readme clean clients
+.PHONY: install run test unit compat fuzz lint bench readme clean clients
 
 install: $(STAMP)
 
@@ -26,9 +26,17 @@ clients:
 	tools/install_debian.sh
 	$(PYTHON) tools/kafka_jars.py
 
+# Unit and integration tests, then the compatibility suite against Apache
+# Kafka and Gregor side by side, then a short fuzz run.
 test: install clients
 	$(PY) -m pytest
+	$(PY) compat_tests/run.py
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+# Starts Apache Kafka and Gregor, runs compat_tests/ against each, writes
+# compat_tests/REPORT.md; fails when Gregor differs from Kafka.
+compat: install clients
+	$(PY) compat_tests/run.py
 
 unit: install
 	$(PY) -m pytest tests/wire -q
@@ -43,8 +51,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: install
+bench: install clients
 	$(PY) bench/wire_codec.py
+	$(PY) bench/broker_throughput.py
+	$(PY) bench/group_rebalance.py
 
 # Regenerates the generated sections of README.md from the code.
 readme: install

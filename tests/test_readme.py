@@ -2,14 +2,20 @@
 
 from pathlib import Path
 
-from wire.tables import render_readme
+import broker.tables
+import wire.tables
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_readme_api_table_is_generated_from_the_declarations():
     text = README.read_text()
-    assert render_readme(text) == text, "README.md is out of date: run `make readme`"
+    assert wire.tables.render_readme(text) == text, "README.md is out of date: run `make readme`"
+
+
+def test_readme_served_table_is_generated_from_the_handlers():
+    text = README.read_text()
+    assert broker.tables.render_readme(text) == text, "README.md is out of date: run `make readme`"
 
 
 def test_readme_shows_the_two_commands():
