@@ -243,8 +243,12 @@ class ReplicaManager:
             except Exception:
                 log.exception("background duty %s failed", duty.__name__)
 
+    def _was_removed(self, key, partition) -> bool:
+        """Deleted (its log closed) while a duty was going through the partitions."""
+        return self.partitions.get(key) is not partition
+
     async def _retention(self) -> None:
-        for partition in list(self.partitions.values()):
+        for key, partition in list(self.partitions.items()):
             try:
                 deleted = await trio.to_thread.run_sync(
                     partition.log.delete_old_segments, partition.high_watermark
@@ -252,19 +256,21 @@ class ReplicaManager:
                 partition.log.remove_expired_producers()
             except (LogError, OSError) as e:
                 # One failing log must not stop retention of the others.
-                log.warning("retention of %r failed: %s", partition, e)
+                if not self._was_removed(key, partition):
+                    log.warning("retention of %r failed: %s", partition, e)
                 continue
             if deleted:
                 partition.notify()
 
     async def _flush_due(self) -> None:
-        for partition in list(self.partitions.values()):
+        for key, partition in list(self.partitions.items()):
             try:
                 if partition.log.flush_due():
                     await trio.to_thread.run_sync(partition.log.flush)
             except (LogError, OSError) as e:
                 # One failing log must not stop the others from being flushed.
-                log.warning("flushing %r failed: %s", partition, e)
+                if not self._was_removed(key, partition):
+                    log.warning("flushing %r failed: %s", partition, e)
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.write_checkpoints)
