@@ -13,5 +13,6 @@ from broker.handlers import (  # noqa: F401
     offsets,
     produce,
     producer_ids,
+    reassignments,
     topic_admin,
 )

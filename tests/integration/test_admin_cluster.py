@@ -1,0 +1,76 @@
+"""Cluster admin APIs a single node answers as Kafka 4.3.1 does: partition
+reassignments (Gregor never moves replicas), with kafka-python's admin client
+and Kafka's own kafka-reassign-partitions tool."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as KpNewTopic
+
+from tests.gregor_process import GregorProcess
+from tests.integration.raw_request import kafka_request
+from tools import kafka_cli
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+
+# kafka_cli has no short name for it; the class kafka-reassign-partitions.sh runs.
+REASSIGN_TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+needs_java = pytest.mark.skipif(
+    not (kafka_cli.java_available() and kafka_cli.jars_available()),
+    reason="Kafka's CLI tools are not installed (make clients)",
+)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    node = GregorProcess(
+        tmp_path_factory.mktemp("admin-cluster") / "data",
+        {"auto.create.topics.enable": "false"},
+    ).start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="module")
+def kp_admin(broker):
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=20000)
+    client.create_topics([KpNewTopic("reassign-me", 2, 1)])
+    yield client
+    client.close()
+
+
+# --- ListPartitionReassignments -------------------------------------------------------
+
+
+def test_kafka_python_lists_no_ongoing_reassignments(kp_admin):
+    assert kp_admin.list_partition_reassignments() == {}
+
+
+@pytest.mark.parametrize(
+    "topics",
+    [
+        None,
+        [{"name": "reassign-me", "partition_indexes": [0, 5]}],
+        [{"name": "no-such-topic", "partition_indexes": [0]}],
+    ],
+    ids=["all", "named", "unknown-topic"],
+)
+def test_listing_reassignments_answers_an_empty_list_as_kafka_does(broker, kp_admin, topics):
+    response = kafka_request(
+        broker.bootstrap,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        0,
+        {"timeout_ms": 1000, "topics": topics},
+    )
+    assert response.error_code == ErrorCode.NONE
+    assert response.error_message is None
+    assert response.topics == []
+
+
+@needs_java
+def test_kafka_reassign_partitions_tool_lists_nothing_in_progress(broker, kp_admin):
+    listed = kafka_cli.run_tool(REASSIGN_TOOL, "--bootstrap-server", broker.bootstrap, "--list")
+    assert listed.returncode == 0, listed.stderr
+    assert "No partition reassignments found." in listed.stdout
