@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
+from kafka.errors import NoReassignmentInProgressError
+from kafka.structs import TopicPartition
 
 from tests.gregor_process import GregorProcess
 from tests.integration.raw_request import kafka_request
@@ -74,3 +76,83 @@ def test_kafka_reassign_partitions_tool_lists_nothing_in_progress(broker, kp_adm
     listed = kafka_cli.run_tool(REASSIGN_TOOL, "--bootstrap-server", broker.bootstrap, "--list")
     assert listed.returncode == 0, listed.stderr
     assert "No partition reassignments found." in listed.stdout
+
+
+# --- AlterPartitionReassignments ------------------------------------------------------
+
+
+def node_id(kp_admin) -> int:
+    return kp_admin.describe_cluster()["brokers"][0]["broker_id"]
+
+
+def test_kafka_python_reassigning_to_the_current_replicas_succeeds(kp_admin):
+    me = node_id(kp_admin)
+    result = kp_admin.alter_partition_reassignments({TopicPartition("reassign-me", 0): [me]})
+    assert result == {TopicPartition("reassign-me", 0): None}
+    assert kp_admin.list_partition_reassignments() == {}
+
+
+def test_kafka_python_cancelling_finds_no_reassignment_in_progress(kp_admin):
+    result = kp_admin.alter_partition_reassignments({TopicPartition("reassign-me", 1): None})
+    assert result == {TopicPartition("reassign-me", 1): NoReassignmentInProgressError}
+
+
+def alter(broker, name, index, replicas):
+    response = kafka_request(
+        broker.bootstrap,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        {
+            "timeout_ms": 1000,
+            "topics": [
+                {"name": name, "partitions": [{"partition_index": index, "replicas": replicas}]}
+            ],
+        },
+    )
+    assert response.error_code == ErrorCode.NONE
+    [topic] = response.responses
+    assert topic.name == name
+    [partition] = topic.partitions
+    assert partition.partition_index == index
+    return partition.error_code, partition.error_message
+
+
+def test_reassignment_errors_name_what_is_wrong_as_kafka_does(broker, kp_admin):
+    me = node_id(kp_admin)
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    invalid = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert alter(broker, "no-such-topic", 0, [me]) == (
+        unknown,
+        "Unable to find a topic named no-such-topic.",
+    )
+    assert alter(broker, "no-such-topic", 0, None) == (
+        unknown,
+        "Unable to find a topic named no-such-topic.",
+    )
+    assert alter(broker, "reassign-me", 9, None) == (
+        unknown,
+        "Unable to find partition reassign-me:9.",
+    )
+    assert alter(broker, "reassign-me", 0, []) == (
+        invalid,
+        "The manual partition assignment includes an empty replica list.",
+    )
+    assert alter(broker, "reassign-me", 0, [me, me + 7]) == (
+        invalid,
+        f"The manual partition assignment includes broker {me + 7}, but no such broker is registered.",
+    )
+    assert alter(broker, "reassign-me", 0, [me, me]) == (
+        invalid,
+        f"The manual partition assignment includes the broker {me} more than once.",
+    )
+    assert alter(broker, "reassign-me", 0, None) == (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+
+
+def test_altering_no_topics_answers_an_empty_message_as_kafka_does(broker, kp_admin):
+    response = kafka_request(
+        broker.bootstrap,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        {"timeout_ms": 1000, "topics": []},
+    )
+    assert (response.error_code, response.error_message, response.responses) == (0, "", [])
