@@ -5,6 +5,7 @@ from broker.handlers import (  # noqa: F401
     configs,
     describe_cluster,
     describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     groups,

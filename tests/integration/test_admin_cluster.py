@@ -156,3 +156,70 @@ def test_altering_no_topics_answers_an_empty_message_as_kafka_does(broker, kp_ad
         {"timeout_ms": 1000, "topics": []},
     )
     assert (response.error_code, response.error_message, response.responses) == (0, "", [])
+
+
+# --- ElectLeaders ---------------------------------------------------------------------
+
+LEADER_ELECTION_TOOL = "org.apache.kafka.tools.LeaderElectionCommand"
+PREFERRED, UNCLEAN = 0, 1
+
+
+def elect(broker, version, election_type, topic_partitions):
+    body = {
+        "election_type": election_type,
+        "topic_partitions": topic_partitions,
+        "timeout_ms": 1000,
+    }
+    response = kafka_request(broker.bootstrap, ApiKey.ELECT_LEADERS, version, body)
+    assert response.error_code == ErrorCode.NONE
+    return {
+        r.topic: [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result]
+        for r in response.replica_election_results
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "election_type"),
+    [(0, PREFERRED), (1, PREFERRED), (1, UNCLEAN), (2, PREFERRED), (2, UNCLEAN)],
+)
+def test_electing_the_current_leader_is_not_needed_as_kafka_answers(
+    broker, kp_admin, version, election_type
+):
+    named = [
+        {"topic": "reassign-me", "partitions": [0, 9]},
+        {"topic": "no-such-topic", "partitions": [0]},
+    ]
+    assert elect(broker, version, election_type, named) == {
+        "reassign-me": [
+            (0, ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."),
+            (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "No such partition as reassign-me-9"),
+        ],
+        "no-such-topic": [
+            (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "No such topic as no-such-topic")
+        ],
+    }
+    # All partitions: each topic is listed, without the partitions that needed no election.
+    everything = elect(broker, version, election_type, None)
+    assert everything["reassign-me"] == []
+    assert all(results == [] for results in everything.values())
+    assert elect(broker, version, election_type, []) == {}
+
+
+def test_kafka_python_elects_leaders_for_all_partitions(kp_admin):
+    response = kp_admin.elect_leaders(PREFERRED)
+    # kafka-python names every partition it knows of rather than sending null.
+    results = {r.topic: r.partition_result for r in response.replica_election_results}
+    assert sorted((p.partition_id, p.error_code) for p in results["reassign-me"]) == [
+        (0, ErrorCode.ELECTION_NOT_NEEDED),
+        (1, ErrorCode.ELECTION_NOT_NEEDED),
+    ]
+
+
+@needs_java
+def test_kafka_leader_election_tool_finds_no_election_needed(broker, kp_admin):
+    elected = kafka_cli.run_tool(
+        LEADER_ELECTION_TOOL, "--bootstrap-server", broker.bootstrap,
+        "--election-type", "PREFERRED", "--topic", "reassign-me", "--partition", "0",
+    )  # fmt: skip
+    assert elected.returncode == 0, elected.stderr
+    assert "Valid replica already elected for partitions reassign-me-0" in elected.stdout
