@@ -53,7 +53,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", f"client(name): the client family a compat test uses ({', '.join(CLIENTS)})"
     )
-    config.addinivalue_line("markers", "api(*names): the Kafka APIs/behaviours a compat test covers")
+    config.addinivalue_line(
+        "markers", "api(*names): the Kafka APIs/behaviours a compat test covers"
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -90,8 +92,9 @@ class _ResultWriter:
             }
 
     def pytest_runtest_logreport(self, report):
-        st = self.state.setdefault(report.nodeid, {"outcome": "passed", "message": "",
-                                                   "duration": 0.0})
+        st = self.state.setdefault(
+            report.nodeid, {"outcome": "passed", "message": "", "duration": 0.0}
+        )
         st["duration"] += report.duration
         if report.passed:
             return
@@ -177,4 +180,3 @@ def topic(admin, name):
         return t
 
     return create
-

@@ -15,8 +15,9 @@ N = 10
 @pytest.fixture
 def filled(bootstrap, topic):
     t = topic()
-    ck_produce(bootstrap, t, [{"value": f"v{i}".encode()} for i in range(N)],
-               {"batch.num.messages": 3})
+    ck_produce(
+        bootstrap, t, [{"value": f"v{i}".encode()} for i in range(N)], {"batch.num.messages": 3}
+    )
     return t
 
 
@@ -54,24 +55,29 @@ def test_delete_records_confluent(bootstrap, admin, filled):
 def test_delete_records_java(bootstrap, filled, tmp_path):
     t = filled
     spec = tmp_path / "offsets.json"
-    spec.write_text(json.dumps({"partitions": [{"topic": t, "partition": 0, "offset": 4}],
-                                "version": 1}))
-    p = java.run("kafka-delete-records", "--bootstrap-server", bootstrap,
-                 "--offset-json-file", spec)
+    spec.write_text(
+        json.dumps({"partitions": [{"topic": t, "partition": 0, "offset": 4}], "version": 1})
+    )
+    p = java.run(
+        "kafka-delete-records", "--bootstrap-server", bootstrap, "--offset-json-file", spec
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == [
         "Executing records delete operation",
         "Records delete operation completed:",
         f"partition: {t}-0\tlow_watermark: 4",
     ]
-    p = java.run("kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", t,
-                 "--time", "earliest")
+    p = java.run(
+        "kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", t, "--time", "earliest"
+    )
     assert p.stdout.strip() == f"{t}:0:4"
 
-    spec.write_text(json.dumps({"partitions": [{"topic": t, "partition": 0, "offset": 99}],
-                                "version": 1}))
-    p = java.run("kafka-delete-records", "--bootstrap-server", bootstrap,
-                 "--offset-json-file", spec)
+    spec.write_text(
+        json.dumps({"partitions": [{"topic": t, "partition": 0, "offset": 99}], "version": 1})
+    )
+    p = java.run(
+        "kafka-delete-records", "--bootstrap-server", bootstrap, "--offset-json-file", spec
+    )
     assert p.stdout.splitlines()[-1] == (
         f"partition: {t}-0\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: "
         "The requested offset is not within the range of offsets maintained by the server."
@@ -108,13 +114,24 @@ def test_delete_records_franz(bootstrap, filled):
     assert res.lines[0]["low_watermark"] == 5
     res = franz.run("admin list-offsets", "--topic", t, "--at", "start", brokers=bootstrap)
     assert res.lines[0]["offset"] == 5
-    res = franz.run("consume", "--topic", t, "--partition", 0, "--from", "start", "--count", 5,
-                    brokers=bootstrap)
+    res = franz.run(
+        "consume",
+        "--topic",
+        t,
+        "--partition",
+        0,
+        "--from",
+        "start",
+        "--count",
+        5,
+        brokers=bootstrap,
+    )
     assert [r["offset"] for r in res.records] == [5, 6, 7, 8, 9]
     res = franz.run("admin delete-records", "--topic", t, "--offset", N + 1, brokers=bootstrap)
     assert res.lines[0]["code"] == OFFSET_OUT_OF_RANGE, res
-    res = franz.run("admin delete-records", "--topic", unique("missing"), "--offset", 1,
-                    brokers=bootstrap)
+    res = franz.run(
+        "admin delete-records", "--topic", unique("missing"), "--offset", 1, brokers=bootstrap
+    )
     assert res.lines[0]["code"] == 3, res  # UNKNOWN_TOPIC_OR_PARTITION
 
 

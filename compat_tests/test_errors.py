@@ -93,8 +93,12 @@ def test_produce_keyless_to_compacted_topic_raw(bootstrap, topic):
 @pytest.mark.api("Produce", "errors", "record-errors", "message.timestamp.before.max.ms")
 @pytest.mark.parametrize("shift_ms", [-7_200_000, 7_200_000])
 def test_produce_timestamp_out_of_bounds_raw(bootstrap, topic, shift_ms):
-    t = topic(config={"message.timestamp.before.max.ms": "3600000",
-                      "message.timestamp.after.max.ms": "3600000"})
+    t = topic(
+        config={
+            "message.timestamp.before.max.ms": "3600000",
+            "message.timestamp.after.max.ms": "3600000",
+        }
+    )
     ts = int(time.time() * 1000) + shift_ms
     res = produce(bootstrap, t, 0, raw.record_batch([b"x"], timestamp=ts))
     assert res.error_code == INVALID_TIMESTAMP
@@ -113,8 +117,9 @@ def test_produce_timestamp_out_of_bounds_raw(bootstrap, topic, shift_ms):
 @pytest.mark.api("Produce", "errors", "compaction")
 def test_keyless_to_compacted_topic_java_console_producer(bootstrap, topic):
     t = topic(config={"cleanup.policy": "compact"})
-    p = java.run("kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", t,
-                 input="no key\n")
+    p = java.run(
+        "kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", t, input="no key\n"
+    )
     assert (
         "org.apache.kafka.common.InvalidRecordException: Compacted topic cannot accept message "
         f"without key in topic partition {t}-0\n" in p.stderr
@@ -134,18 +139,25 @@ def test_produce_errors_confluent(bootstrap, topic):
     assert p.flush(20) == 0  # (one batch each: a rejected batch fails all its records)
     p.produce(compacted, b"keyed", key=b"k", on_delivery=lambda e, m: errors.append(e))
     assert p.flush(20) == 0
-    p.produce(strict, b"old", timestamp=int(time.time() * 1000) - 7_200_000,
-              on_delivery=lambda e, m: errors.append(e))
+    p.produce(
+        strict,
+        b"old",
+        timestamp=int(time.time() * 1000) - 7_200_000,
+        on_delivery=lambda e, m: errors.append(e),
+    )
     assert p.flush(20) == 0
     assert [e and e.code() for e in errors] == [
-        KafkaError.INVALID_RECORD, None, KafkaError.INVALID_TIMESTAMP
+        KafkaError.INVALID_RECORD,
+        None,
+        KafkaError.INVALID_TIMESTAMP,
     ]
 
 
 @pytest.mark.client("raw")
 @pytest.mark.api("errors", "framing")
-@pytest.mark.parametrize("api_key,version", [(999, 0), (3, 99)], ids=["unknown-api",
-                                                                      "unsupported-version"])
+@pytest.mark.parametrize(
+    "api_key,version", [(999, 0), (3, 99)], ids=["unknown-api", "unsupported-version"]
+)
 def test_unparseable_request_closes_connection_raw(bootstrap, api_key, version):
     """Kafka closes the connection on a request it cannot parse (other than ApiVersions)."""
     with raw.Connection(bootstrap) as conn:

@@ -20,9 +20,12 @@ def filled(bootstrap, topic):
     t = topic()
     base = int(time.time() * 1000) - 60_000
     ck_produce(
-        bootstrap, t,
-        [{"key": f"k{i}".encode(), "value": f"v{i}".encode(), "timestamp": base + i * STEP}
-         for i in range(N)],
+        bootstrap,
+        t,
+        [
+            {"key": f"k{i}".encode(), "value": f"v{i}".encode(), "timestamp": base + i * STEP}
+            for i in range(N)
+        ],
         {"linger.ms": 0, "batch.num.messages": 1},  # one batch per record
     )
     return t, base
@@ -34,8 +37,14 @@ def filled(bootstrap, topic):
 def _ck_consumer(bootstrap, **conf):
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": unique("compat-fetch"),
-                     "enable.auto.commit": False, **conf})
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("compat-fetch"),
+            "enable.auto.commit": False,
+            **conf,
+        }
+    )
 
 
 def _poll(c, count, timeout=15):
@@ -179,8 +188,9 @@ def test_out_of_range_kafka_python(bootstrap, filled):
 
     t, _ = filled
     tp = TopicPartition(t, 0)
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="none")
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="none"
+    )
     try:
         c.assign([tp])
         c.seek(tp, N + 50)
@@ -188,8 +198,9 @@ def test_out_of_range_kafka_python(bootstrap, filled):
             _kp_poll(c, 1, timeout=10)
     finally:
         c.close()
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest")
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     try:
         c.assign([tp])
         c.seek(tp, N + 50)
@@ -211,8 +222,9 @@ def test_fetch_positions_aiokafka(bootstrap, filled):
     tp = TopicPartition(t, 0)
 
     async def main():
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="none")
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="none"
+        )
         await c.start()
         try:
             c.assign([tp])
@@ -243,8 +255,19 @@ def test_fetch_positions_franz(bootstrap, filled):
     t, base = filled
 
     def consume(start, count, *extra):
-        res = franz.run("consume", "--topic", t, "--partition", 0, "--from", start,
-                        "--count", count, *extra, brokers=bootstrap)
+        res = franz.run(
+            "consume",
+            "--topic",
+            t,
+            "--partition",
+            0,
+            "--from",
+            start,
+            "--count",
+            count,
+            *extra,
+            brokers=bootstrap,
+        )
         assert res.returncode == 0, res
         return res
 
@@ -295,8 +318,9 @@ def test_fetch_positions_kcat(bootstrap, filled):
 def test_get_offsets_java(bootstrap, filled):
     t, base = filled
     for time_arg, want in (("latest", N), ("-2", 0), ("-3", N - 1), (str(base + 6 * STEP), 6)):
-        p = java.run("kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", t,
-                     "--time", time_arg)
+        p = java.run(
+            "kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", t, "--time", time_arg
+        )
         assert p.returncode == 0, p.stderr
         assert p.stdout.strip() == f"{t}:0:{want}", (time_arg, p.stdout)
 
@@ -305,8 +329,22 @@ def test_get_offsets_java(bootstrap, filled):
 @pytest.mark.api("Fetch", "ListOffsets")
 def test_fetch_from_offset_java_console_consumer(bootstrap, filled):
     t, _ = filled
-    p = java.run("kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", t,
-                 "--partition", 0, "--offset", 4, "--max-messages", 6, "--timeout-ms", 15000,
-                 "--formatter-property", "print.offset=true")
+    p = java.run(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        t,
+        "--partition",
+        0,
+        "--offset",
+        4,
+        "--max-messages",
+        6,
+        "--timeout-ms",
+        15000,
+        "--formatter-property",
+        "print.offset=true",
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == [f"Offset:{i}\tv{i}" for i in range(4, N)]

@@ -16,9 +16,16 @@ from compatlib import franz, java, raw
 from compatlib.common import ck_produce, unique, wait_until
 
 GROUP_APIS = {
-    8: "OffsetCommit", 9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup",
-    12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups",
-    16: "ListGroups", 42: "DeleteGroups",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
+    42: "DeleteGroups",
 }
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
@@ -34,25 +41,35 @@ def _advertised(bootstrap):
 def group_apis(_advertised):
     missing = [f"{name}({key})" for key, name in GROUP_APIS.items() if key not in _advertised]
     if missing:
-        pytest.fail(f"the broker does not advertise the group APIs {', '.join(missing)}",
-                    pytrace=False)
+        pytest.fail(
+            f"the broker does not advertise the group APIs {', '.join(missing)}", pytrace=False
+        )
 
 
 @pytest.fixture
 def filled(bootstrap, topic):
     """A two-partition topic with 20 keyed records."""
     t = topic(partitions=2)
-    ck_produce(bootstrap, t, [{"key": f"k{i}".encode(), "value": f"v{i}".encode()}
-                              for i in range(20)])
+    ck_produce(
+        bootstrap, t, [{"key": f"k{i}".encode(), "value": f"v{i}".encode()} for i in range(20)]
+    )
     return t
 
 
 def ck_group_consumer(bootstrap, group, **conf):
     from confluent_kafka import Consumer
 
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, **conf})
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            **conf,
+        }
+    )
 
 
 def ck_poll_n(consumer, n, timeout=20):
@@ -72,9 +89,20 @@ def ck_poll_n(consumer, n, timeout=20):
 def _verifiable_consumer(bootstrap, t, group, tmp_path, *extra):
     cfg = java.properties_file({"heartbeat.interval.ms": 300}, tmp_path)
     return java.EventStream(
-        "kafka-verifiable-consumer", "--bootstrap-server", bootstrap, "--topic", t,
-        "--group-id", group, "--reset-policy", "earliest", "--session-timeout", 6000,
-        "--command-config", cfg, *extra,
+        "kafka-verifiable-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        t,
+        "--group-id",
+        group,
+        "--reset-policy",
+        "earliest",
+        "--session-timeout",
+        6000,
+        "--command-config",
+        cfg,
+        *extra,
     )
 
 
@@ -88,20 +116,33 @@ def _assigned(stream) -> list[int] | None:
 
 
 @pytest.mark.client("java")
-@pytest.mark.api("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
-                 "OffsetCommit", "rebalance")
+@pytest.mark.api(
+    "FindCoordinator",
+    "JoinGroup",
+    "SyncGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "OffsetCommit",
+    "rebalance",
+)
 def test_group_rebalance_java_verifiable_consumer(bootstrap, group_apis, filled, tmp_path):
     g = unique("g")
     with _verifiable_consumer(bootstrap, filled, g, tmp_path) as a:
         a.wait_for(lambda s: _consumed(s) >= 20, what="20 records consumed")
-        a.wait_for(lambda s: s.named("offsets_committed") and sum(
-            o["offset"] for o in s.named("offsets_committed")[-1]["offsets"]) == 20,
-            what="offsets committed")
+        a.wait_for(
+            lambda s: (
+                s.named("offsets_committed")
+                and sum(o["offset"] for o in s.named("offsets_committed")[-1]["offsets"]) == 20
+            ),
+            what="offsets committed",
+        )
         assert all(e["success"] for e in a.named("offsets_committed"))
         assert _assigned(a) == [0, 1]
         with _verifiable_consumer(bootstrap, filled, g, tmp_path) as b:
-            b.wait_for(lambda s: _assigned(s) is not None and len(_assigned(s)) == 1,
-                       what="second member assigned")
+            b.wait_for(
+                lambda s: _assigned(s) is not None and len(_assigned(s)) == 1,
+                what="second member assigned",
+            )
             a.wait_for(lambda s: len(_assigned(s)) == 1, what="first member rebalanced")
             assert sorted(_assigned(a) + _assigned(b)) == [0, 1]
             assert _consumed(b) == 0  # everything was committed already
@@ -161,11 +202,21 @@ def test_consumer_groups_tool_java(bootstrap, group_apis, filled):
     assert all(cur == end and lag == 0 for cur, end, lag in d.values())
     assert sum(cur for cur, _, _ in d.values()) == 20
 
-    p = java.run("kafka-consumer-groups", *base, "--reset-offsets", "--group", g, "--topic",
-                 filled, "--to-earliest", "--execute")
+    p = java.run(
+        "kafka-consumer-groups",
+        *base,
+        "--reset-offsets",
+        "--group",
+        g,
+        "--topic",
+        filled,
+        "--to-earliest",
+        "--execute",
+    )
     assert p.returncode == 0, p.stderr
     assert sorted(re.findall(rf"^{g}\s+{filled}\s+(\d)\s+(\d+)$", p.stdout, re.M)) == [
-        ("0", "0"), ("1", "0")
+        ("0", "0"),
+        ("1", "0"),
     ]
     assert all(cur == 0 and lag == end for cur, end, lag in describe().values())
 
@@ -213,8 +264,11 @@ def test_group_rebalance_confluent(bootstrap, group_apis, topic):
     c2 = ck_group_consumer(bootstrap, g)
     try:
         c1.subscribe([t])
-        wait_until(lambda: c1.poll(0.2) is None and len(c1.assignment()) == 4, timeout=20,
-                   message="first member owns all partitions")
+        wait_until(
+            lambda: c1.poll(0.2) is None and len(c1.assignment()) == 4,
+            timeout=20,
+            message="first member owns all partitions",
+        )
         c2.subscribe([t])
 
         def split():
@@ -226,15 +280,24 @@ def test_group_rebalance_confluent(bootstrap, group_apis, topic):
         owned = {tp.partition for tp in c1.assignment()} | {tp.partition for tp in c2.assignment()}
         assert owned == {0, 1, 2, 3}
         c2.close()
-        wait_until(lambda: c1.poll(0.2) is None and len(c1.assignment()) == 4, timeout=30,
-                   message="partitions back after the other member left")
+        wait_until(
+            lambda: c1.poll(0.2) is None and len(c1.assignment()) == 4,
+            timeout=30,
+            message="partitions back after the other member left",
+        )
     finally:
         c1.close()
 
 
 @pytest.mark.client("confluent-kafka")
-@pytest.mark.api("ListGroups", "DescribeGroups", "OffsetFetch", "OffsetCommit", "DeleteGroups",
-                 "static-membership")
+@pytest.mark.api(
+    "ListGroups",
+    "DescribeGroups",
+    "OffsetFetch",
+    "OffsetCommit",
+    "DeleteGroups",
+    "static-membership",
+)
 def test_group_admin_confluent(bootstrap, admin, group_apis, filled):
     from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 
@@ -261,10 +324,14 @@ def test_group_admin_confluent(bootstrap, admin, group_apis, filled):
     with pytest.raises(Exception) as info:
         fut.result(15)
     assert info.value.args[0].code() == NON_EMPTY_GROUP
-    wait_until(lambda: admin.describe_consumer_groups([g])[g].result(15).state
-               == ConsumerGroupState.EMPTY, timeout=20, message="static member expired")
-    reset = ConsumerGroupTopicPartitions(g, [TopicPartition(filled, 0, 0),
-                                             TopicPartition(filled, 1, 0)])
+    wait_until(
+        lambda: admin.describe_consumer_groups([g])[g].result(15).state == ConsumerGroupState.EMPTY,
+        timeout=20,
+        message="static member expired",
+    )
+    reset = ConsumerGroupTopicPartitions(
+        g, [TopicPartition(filled, 0, 0), TopicPartition(filled, 1, 0)]
+    )
     admin.alter_consumer_group_offsets([reset])[g].result(15)
     offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)])[g].result(15)
     assert [tp.offset for tp in offsets.topic_partitions] == [0, 0]
@@ -276,17 +343,31 @@ def test_group_admin_confluent(bootstrap, admin, group_apis, filled):
 
 
 @pytest.mark.client("kafka-python")
-@pytest.mark.api("JoinGroup", "SyncGroup", "OffsetCommit", "OffsetFetch", "LeaveGroup",
-                 "DescribeGroups", "ListGroups", "DeleteGroups")
+@pytest.mark.api(
+    "JoinGroup",
+    "SyncGroup",
+    "OffsetCommit",
+    "OffsetFetch",
+    "LeaveGroup",
+    "DescribeGroups",
+    "ListGroups",
+    "DeleteGroups",
+)
 def test_group_kafka_python(bootstrap, group_apis, filled):
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     g = unique("g")
 
     def consumer():
-        return KafkaConsumer(filled, bootstrap_servers=bootstrap, group_id=g,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             heartbeat_interval_ms=500, session_timeout_ms=6000)
+        return KafkaConsumer(
+            filled,
+            bootstrap_servers=bootstrap,
+            group_id=g,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval_ms=500,
+            session_timeout_ms=6000,
+        )
 
     def poll(c, n):
         got = []
@@ -334,15 +415,22 @@ def test_group_aiokafka(bootstrap, group_apis, filled):
     g = unique("g")
 
     async def consume(n):
-        c = AIOKafkaConsumer(filled, bootstrap_servers=bootstrap, group_id=g,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             heartbeat_interval_ms=500, session_timeout_ms=6000)
+        c = AIOKafkaConsumer(
+            filled,
+            bootstrap_servers=bootstrap,
+            group_id=g,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            heartbeat_interval_ms=500,
+            session_timeout_ms=6000,
+        )
         await c.start()
         try:
             got = []
             while len(got) < n:
-                batch = await asyncio.wait_for(c.getmany(timeout_ms=300, max_records=n - len(got)),
-                                               20)
+                batch = await asyncio.wait_for(
+                    c.getmany(timeout_ms=300, max_records=n - len(got)), 20
+                )
                 for recs in batch.values():
                     got += recs
             await c.commit()
@@ -366,8 +454,16 @@ def test_group_aiokafka(bootstrap, group_apis, filled):
 
 
 @pytest.mark.client("franz-go")
-@pytest.mark.api("JoinGroup", "SyncGroup", "OffsetCommit", "OffsetFetch", "DescribeGroups",
-                 "DeleteGroups", "static-membership", "errors")
+@pytest.mark.api(
+    "JoinGroup",
+    "SyncGroup",
+    "OffsetCommit",
+    "OffsetFetch",
+    "DescribeGroups",
+    "DeleteGroups",
+    "static-membership",
+    "errors",
+)
 def test_group_franz(bootstrap, group_apis, filled):
     g = unique("g")
     res = franz.run("group", "--group", g, "--topic", filled, "--count", 20, brokers=bootstrap)
@@ -387,8 +483,18 @@ def test_group_franz(bootstrap, group_apis, filled):
 
     # a static member stays after it closes: the group is not empty
     s = unique("g")
-    res = franz.run("group", "--group", s, "--topic", filled, "--count", 20,
-                    "--instance-id", "inst-1", brokers=bootstrap)
+    res = franz.run(
+        "group",
+        "--group",
+        s,
+        "--topic",
+        filled,
+        "--count",
+        20,
+        "--instance-id",
+        "inst-1",
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     res = franz.run("admin describe-group", "--group", s, brokers=bootstrap)
     (member,) = res.lines[0]["members"]
@@ -402,8 +508,18 @@ def test_group_franz(bootstrap, group_apis, filled):
 def test_commit_offsets_without_members_franz(bootstrap, group_apis, filled):
     """An admin client may commit offsets for a group that has no members."""
     g = unique("g")
-    res = franz.run("admin commit-offset", "--group", g, "--topic", filled, "--partition", 1,
-                    "--offset", 7, brokers=bootstrap)
+    res = franz.run(
+        "admin commit-offset",
+        "--group",
+        g,
+        "--topic",
+        filled,
+        "--partition",
+        1,
+        "--offset",
+        7,
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     res = franz.run("admin fetch-offsets", "--group", g, brokers=bootstrap)
     assert [(x["topic"], x["partition"], x["offset"]) for x in res.lines] == [(filled, 1, 7)]

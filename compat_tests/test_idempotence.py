@@ -21,13 +21,31 @@ def assert_contiguous(offsets_by_partition: dict[int, list[int]]) -> None:
 def test_idempotent_java_verifiable_producer(bootstrap, topic, tmp_path):
     t = topic(partitions=2)
     cfg = java.properties_file(
-        {"enable.idempotence": "true", "retries": 100, "max.in.flight.requests.per.connection": 5,
-         "linger.ms": 5, "batch.size": 2048},
+        {
+            "enable.idempotence": "true",
+            "retries": 100,
+            "max.in.flight.requests.per.connection": 5,
+            "linger.ms": 5,
+            "batch.size": 2048,
+        },
         tmp_path,
     )
-    p = java.run("kafka-verifiable-producer", "--bootstrap-server", bootstrap, "--topic", t,
-                 "--max-messages", 500, "--acks", -1, "--command-config", cfg,
-                 "--repeating-keys", 10, timeout=90)
+    p = java.run(
+        "kafka-verifiable-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        t,
+        "--max-messages",
+        500,
+        "--acks",
+        -1,
+        "--command-config",
+        cfg,
+        "--repeating-keys",
+        10,
+        timeout=90,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     events = java.json_lines(p.stdout)
     acked = [e for e in events if e["name"] == "producer_send_success"]
@@ -49,8 +67,9 @@ def test_idempotent_java_verifiable_producer(bootstrap, topic, tmp_path):
 def test_idempotent_confluent(bootstrap, topic):
     t = topic(partitions=3)
     recs = [{"key": f"k{i % 7}".encode(), "value": f"v{i}".encode()} for i in range(600)]
-    delivered = ck_produce(bootstrap, t, recs, {"enable.idempotence": True, "acks": "all",
-                                                 "batch.num.messages": 20})
+    delivered = ck_produce(
+        bootstrap, t, recs, {"enable.idempotence": True, "acks": "all", "batch.num.messages": 20}
+    )
     by_partition: dict[int, list[int]] = {}
     for m in delivered:
         by_partition.setdefault(m.partition(), []).append(m.offset())
@@ -64,8 +83,13 @@ def test_idempotent_kafka_python(bootstrap, topic):
     from kafka import KafkaProducer
 
     t = topic(partitions=2)
-    p = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all",
-                      batch_size=512, linger_ms=2)
+    p = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        enable_idempotence=True,
+        acks="all",
+        batch_size=512,
+        linger_ms=2,
+    )
     try:
         futs = [p.send(t, key=f"k{i % 5}".encode(), value=f"v{i}".encode()) for i in range(300)]
         p.flush(timeout=30)
@@ -86,12 +110,15 @@ def test_idempotent_aiokafka(bootstrap, topic):
     t = topic(partitions=2)
 
     async def main():
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=2,
-                             max_batch_size=512)
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, enable_idempotence=True, linger_ms=2, max_batch_size=512
+        )
         await p.start()
         try:
-            futs = [await p.send(t, key=f"k{i % 5}".encode(), value=f"v{i}".encode())
-                    for i in range(300)]
+            futs = [
+                await p.send(t, key=f"k{i % 5}".encode(), value=f"v{i}".encode())
+                for i in range(300)
+            ]
             return [await f for f in futs]
         finally:
             await p.stop()
@@ -135,8 +162,9 @@ def test_idempotent_duplicate_and_gap_raw(bootstrap, topic):
         # a fresh producer id starts again at sequence 0, independent of the first
         error, pid2, epoch2 = raw.init_producer_id(conn)
         assert error == 0 and pid2 != pid
-        r4 = raw.produce(conn, t, 0, raw.record_batch([b"e"], producer_id=pid2, epoch=epoch2,
-                                                      sequence=0))
+        r4 = raw.produce(
+            conn, t, 0, raw.record_batch([b"e"], producer_id=pid2, epoch=epoch2, sequence=0)
+        )
         assert (r4.error_code, r4.base_offset) == (0, 3)
     msgs = ck_consume(bootstrap, t, count=4)
     assert [m.value() for m in msgs] == [b"a", b"b", b"c", b"e"]

@@ -29,8 +29,9 @@ def test_log_append_time_confluent(bootstrap, lat_topic):
     from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
 
     before = now_ms()
-    delivered = ck_produce(bootstrap, lat_topic,
-                           [{"value": f"v{i}".encode(), "timestamp": OLD} for i in range(5)])
+    delivered = ck_produce(
+        bootstrap, lat_topic, [{"value": f"v{i}".encode(), "timestamp": OLD} for i in range(5)]
+    )
     after = now_ms()
     for m in delivered:  # the produce response carries the broker's append time
         kind, ts = m.timestamp()
@@ -68,8 +69,9 @@ def test_log_append_time_kafka_python(bootstrap, lat_topic):
     finally:
         p.close(timeout=10)
     assert before - 1000 <= meta.timestamp <= now_ms() + 1000
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest")
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     try:
         c.assign([TopicPartition(lat_topic, 0)])
         recs = []
@@ -87,9 +89,13 @@ def test_log_append_time_kafka_python(bootstrap, lat_topic):
 @pytest.mark.api("Produce", "Fetch", "LogAppendTime")
 def test_log_append_time_franz(bootstrap, lat_topic):
     before = now_ms()
-    res = franz.run("produce", "--topic", lat_topic,
-                    input=franz.records_input([{"value": "v", "timestamp": OLD}]),
-                    brokers=bootstrap)
+    res = franz.run(
+        "produce",
+        "--topic",
+        lat_topic,
+        input=franz.records_input([{"value": "v", "timestamp": OLD}]),
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     res = franz.run("consume", "--topic", lat_topic, "--count", 1, brokers=bootstrap)
     (rec,) = res.records
@@ -100,12 +106,32 @@ def test_log_append_time_franz(bootstrap, lat_topic):
 @pytest.mark.client("java")
 @pytest.mark.api("Produce", "Fetch", "LogAppendTime")
 def test_log_append_time_java_console(bootstrap, lat_topic):
-    p = java.run("kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", lat_topic,
-                 input="a\nb\n")
+    p = java.run(
+        "kafka-console-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        lat_topic,
+        input="a\nb\n",
+    )
     assert p.returncode == 0, p.stderr
-    p = java.run("kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", lat_topic,
-                 "--partition", 0, "--offset", "earliest", "--max-messages", 2,
-                 "--timeout-ms", 15000, "--formatter-property", "print.timestamp=true")
+    p = java.run(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        lat_topic,
+        "--partition",
+        0,
+        "--offset",
+        "earliest",
+        "--max-messages",
+        2,
+        "--timeout-ms",
+        15000,
+        "--formatter-property",
+        "print.timestamp=true",
+    )
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert len(lines) == 2
@@ -148,9 +174,17 @@ def test_switch_to_log_append_time_confluent(bootstrap, admin, topic):
     t = topic(config={"retention.ms": "-1"})
     ts = now_ms() - 7_200_000
     ck_produce(bootstrap, t, [{"value": b"before", "timestamp": ts}])
-    res = ConfigResource("topic", t, incremental_configs=[
-        ConfigEntry("message.timestamp.type", "LogAppendTime",
-                    incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        "topic",
+        t,
+        incremental_configs=[
+            ConfigEntry(
+                "message.timestamp.type",
+                "LogAppendTime",
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
     admin.incremental_alter_configs([res])[res].result(15)
     deadline = time.monotonic() + 10
     produced = 1

@@ -52,28 +52,35 @@ def test_broker_message_max_bytes_confluent(bootstrap, topic):
     t = topic()
     err, _ = _ck_send_one(bootstrap, t, os.urandom(1_100_000), **{"message.max.bytes": 2_000_000})
     assert err is not None and err.code() == MESSAGE_TOO_LARGE, err
-    err, msg = _ck_send_one(bootstrap, t, os.urandom(1_000_000),
-                            **{"message.max.bytes": 2_000_000})
+    err, msg = _ck_send_one(bootstrap, t, os.urandom(1_000_000), **{"message.max.bytes": 2_000_000})
     assert err is None and msg.offset() == 0
 
 
 @pytest.mark.client("franz-go")
 @pytest.mark.api("Produce", "max.message.bytes", "errors")
 def test_max_message_bytes_franz(bootstrap, small_topic):
-    res = franz.run("produce", "--topic", small_topic, "--count", 1, "--value-size", 4000,
-                    brokers=bootstrap)
+    res = franz.run(
+        "produce", "--topic", small_topic, "--count", 1, "--value-size", 4000, brokers=bootstrap
+    )
     assert res.returncode == 1
     assert res.lines[0]["code"] == MESSAGE_TOO_LARGE, res
-    res = franz.run("produce", "--topic", small_topic, "--count", 1, "--value-size", 500,
-                    brokers=bootstrap)
+    res = franz.run(
+        "produce", "--topic", small_topic, "--count", 1, "--value-size", 500, brokers=bootstrap
+    )
     assert res.returncode == 0, res
 
 
 @pytest.mark.client("java")
 @pytest.mark.api("Produce", "max.message.bytes", "errors")
 def test_max_message_bytes_java_console_producer(bootstrap, small_topic):
-    p = java.run("kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", small_topic,
-                 input="y" * 4000 + "\n")
+    p = java.run(
+        "kafka-console-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        small_topic,
+        input="y" * 4000 + "\n",
+    )
     # The broker sends no error message with MESSAGE_TOO_LARGE: the client shows its default.
     assert (
         "org.apache.kafka.common.errors.RecordTooLargeException: The request included a message "
@@ -119,8 +126,15 @@ def test_fetch_batch_larger_than_fetch_limits_confluent(bootstrap, topic):
     t = topic(config={"max.message.bytes": "300000"})
     big = os.urandom(200_000)
     ck_produce(bootstrap, t, [{"value": big}])
-    (m,) = ck_consume(bootstrap, t, conf={"max.partition.fetch.bytes": 1024,
-                                          "fetch.max.bytes": 1024, "message.max.bytes": 1000})
+    (m,) = ck_consume(
+        bootstrap,
+        t,
+        conf={
+            "max.partition.fetch.bytes": 1024,
+            "fetch.max.bytes": 1024,
+            "message.max.bytes": 1000,
+        },
+    )
     assert m.value() == big
 
 
@@ -132,9 +146,13 @@ def test_fetch_batch_larger_than_fetch_limits_kafka_python(bootstrap, topic):
     t = topic(config={"max.message.bytes": "300000"})
     big = os.urandom(200_000)
     ck_produce(bootstrap, t, [{"value": big}, {"value": b"small"}])
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest", max_partition_fetch_bytes=1024,
-                      fetch_max_bytes=1024)
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=1024,
+        fetch_max_bytes=1024,
+    )
     try:
         c.assign([TopicPartition(t, 0)])
         got = []

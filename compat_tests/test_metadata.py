@@ -32,8 +32,9 @@ def test_unknown_topic_without_auto_create_confluent(bootstrap, admin, name):
     from confluent_kafka import Consumer, KafkaError
 
     t = name()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("g"),
-                  "allow.auto.create.topics": False})
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": unique("g"), "allow.auto.create.topics": False}
+    )
     try:
         md = c.list_topics(topic=t, timeout=10)
     finally:
@@ -51,8 +52,10 @@ def test_unknown_topic_auto_created_by_producer_metadata_confluent(bootstrap, ad
     t = name()
     p = Producer({"bootstrap.servers": bootstrap})  # producers allow auto-creation
     p.list_topics(topic=t, timeout=10)
-    wait_until(lambda: len(admin.list_topics(topic=t, timeout=5).topics[t].partitions) == 1,
-               message="auto-created with num.partitions=1")
+    wait_until(
+        lambda: len(admin.list_topics(topic=t, timeout=5).topics[t].partitions) == 1,
+        message="auto-created with num.partitions=1",
+    )
     p.produce(t, b"first")
     assert p.flush(15) == 0
     assert ck_watermarks(bootstrap, t) == (0, 1)
@@ -66,8 +69,10 @@ def test_metadata_auto_create_flag_franz(bootstrap, admin, name):
     time.sleep(0.5)
     assert not exists(admin, t)
     franz_metadata(bootstrap, t, auto_create=True)
-    wait_until(lambda: franz_metadata(bootstrap, t) == {"topic": t, "code": 0, "partitions": 1},
-               message="topic auto-created")
+    wait_until(
+        lambda: franz_metadata(bootstrap, t) == {"topic": t, "code": 0, "partitions": 1},
+        message="topic auto-created",
+    )
 
 
 @pytest.mark.client("franz-go")
@@ -104,8 +109,9 @@ def test_produce_to_unknown_topic_franz(bootstrap, name):
 @pytest.mark.api("Produce", "Metadata", "auto-create")
 def test_produce_to_unknown_topic_java_console_producer(bootstrap, admin, name):
     t = name()
-    p = java.run("kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", t,
-                 input="one\ntwo\n")
+    p = java.run(
+        "kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", t, input="one\ntwo\n"
+    )
     assert p.returncode == 0, p.stderr
     assert ck_watermarks(bootstrap, t) == (0, 2)
     assert len(admin.list_topics(topic=t, timeout=5).topics[t].partitions) == 1

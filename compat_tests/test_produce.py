@@ -20,11 +20,13 @@ def records(n: int = N, null_header: bytes | None = None) -> list[dict]:
     """Records with keys (one null), headers (one with a null value) and values."""
     out = []
     for i in range(n):
-        out.append({
-            "key": None if i == 3 else f"key-{i}".encode(),
-            "value": (f"value-{i}-" + "abc" * 20).encode(),
-            "headers": [("h", f"hv-{i}".encode()), ("n", null_header)] if i % 2 == 0 else [],
-        })
+        out.append(
+            {
+                "key": None if i == 3 else f"key-{i}".encode(),
+                "value": (f"value-{i}-" + "abc" * 20).encode(),
+                "headers": [("h", f"hv-{i}".encode()), ("n", null_header)] if i % 2 == 0 else [],
+            }
+        )
     return out
 
 
@@ -91,8 +93,9 @@ def kp_produce(bootstrap, t, expected, **conf):
 def test_produce_codecs_kafka_python(bootstrap, topic, codec):
     t = topic()
     expected = records(null_header=b"")  # kafka-python: header values must be bytes
-    metas = kp_produce(bootstrap, t, expected, acks="all",
-                       compression_type=None if codec == "none" else codec)
+    metas = kp_produce(
+        bootstrap, t, expected, acks="all", compression_type=None if codec == "none" else codec
+    )
     assert [m.offset for m in metas] == list(range(N))
     read_back(bootstrap, t, expected)
     assert codec_of_batches(bootstrap, t, N) == {CODEC_ID[codec]}
@@ -122,8 +125,9 @@ def test_consume_kafka_python(bootstrap, topic):
         batch = records(4)
         ck_produce(bootstrap, t, batch, {"compression.type": codec})
         expected += batch
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                      auto_offset_reset="earliest")
+    c = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     try:
         c.assign([TopicPartition(t, 0)])
         got = []
@@ -145,9 +149,7 @@ def test_consume_kafka_python(bootstrap, topic):
 
 @pytest.mark.client("aiokafka")
 @pytest.mark.api("Produce", "Fetch", "compression", "headers", "acks")
-@pytest.mark.parametrize(
-    "codec,acks", [(c, "all") for c in CODECS] + [("none", 0), ("none", 1)]
-)
+@pytest.mark.parametrize("codec,acks", [(c, "all") for c in CODECS] + [("none", 0), ("none", 1)])
 def test_produce_aiokafka(bootstrap, topic, codec, acks):
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -155,8 +157,12 @@ def test_produce_aiokafka(bootstrap, topic, codec, acks):
     expected = records()
 
     async def main():
-        p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks,
-                             compression_type=None if codec == "none" else codec, linger_ms=5)
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks=acks,
+            compression_type=None if codec == "none" else codec,
+            linger_ms=5,
+        )
         await p.start()
         try:
             futs = [
@@ -168,8 +174,9 @@ def test_produce_aiokafka(bootstrap, topic, codec, acks):
             await p.stop()
         if acks != 0:
             assert [m.offset for m in metas] == list(range(N))
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
+        c = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await c.start()
         try:
             c.assign([TopicPartition(t, 0)])
@@ -193,14 +200,16 @@ def test_produce_aiokafka(bootstrap, topic, codec, acks):
 
 
 def franz_input(expected):
-    return franz.records_input([
-        {
-            "key": None if r["key"] is None else r["key"].decode(),
-            "value": r["value"].decode(),
-            "headers": [[k, (v or b"").decode()] for k, v in r["headers"]],
-        }
-        for r in expected
-    ])
+    return franz.records_input(
+        [
+            {
+                "key": None if r["key"] is None else r["key"].decode(),
+                "value": r["value"].decode(),
+                "headers": [[k, (v or b"").decode()] for k, v in r["headers"]],
+            }
+            for r in expected
+        ]
+    )
 
 
 @pytest.mark.client("franz-go")
@@ -211,8 +220,17 @@ def franz_input(expected):
 def test_produce_franz(bootstrap, topic, codec, acks):
     t = topic()
     expected = records()
-    res = franz.run("produce", "--topic", t, "--acks", acks, "--codec", codec,
-                    input=franz_input(expected), brokers=bootstrap)
+    res = franz.run(
+        "produce",
+        "--topic",
+        t,
+        "--acks",
+        acks,
+        "--codec",
+        codec,
+        input=franz_input(expected),
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     if acks != "0":
         assert [r["offset"] for r in res.lines] == list(range(N))
@@ -239,10 +257,21 @@ def test_produce_java_console_producer(bootstrap, topic, codec, acks):
         for i in range(10)
     )
     p = java.run(
-        "kafka-console-producer", "--bootstrap-server", bootstrap, "--topic", t,
-        "--compression-codec", codec, "--command-property", f"acks={acks}",
-        "--command-property", "linger.ms=50",
-        "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true",
+        "kafka-console-producer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        t,
+        "--compression-codec",
+        codec,
+        "--command-property",
+        f"acks={acks}",
+        "--command-property",
+        "linger.ms=50",
+        "--reader-property",
+        "parse.key=true",
+        "--reader-property",
+        "parse.headers=true",
         input=lines,
     )
     assert p.returncode == 0, p.stderr
@@ -268,18 +297,38 @@ def test_consume_java_console_consumer(bootstrap, topic):
     expected = []
     for codec in CODECS:
         batch = [
-            {"key": f"k-{codec}".encode(), "value": f"v-{codec}".encode(),
-             "headers": [("codec", codec.encode())], "timestamp": now - 60000 + len(expected)}
+            {
+                "key": f"k-{codec}".encode(),
+                "value": f"v-{codec}".encode(),
+                "headers": [("codec", codec.encode())],
+                "timestamp": now - 60000 + len(expected),
+            }
             for _ in range(2)
         ]
         ck_produce(bootstrap, t, batch, {"compression.type": codec})
         expected += batch
     p = java.run(
-        "kafka-console-consumer", "--bootstrap-server", bootstrap, "--topic", t,
-        "--partition", 0, "--offset", "earliest",  # assign(): no consumer group
-        "--max-messages", len(expected), "--timeout-ms", 15000,
-        "--formatter-property", "print.key=true", "--formatter-property", "print.headers=true",
-        "--formatter-property", "print.timestamp=true", "--formatter-property", "print.offset=true",
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        t,
+        "--partition",
+        0,
+        "--offset",
+        "earliest",  # assign(): no consumer group
+        "--max-messages",
+        len(expected),
+        "--timeout-ms",
+        15000,
+        "--formatter-property",
+        "print.key=true",
+        "--formatter-property",
+        "print.headers=true",
+        "--formatter-property",
+        "print.timestamp=true",
+        "--formatter-property",
+        "print.offset=true",
     )
     assert p.returncode == 0, p.stderr
     got = p.stdout.splitlines()
@@ -304,12 +353,33 @@ def test_produce_kcat(bootstrap, topic, codec, acks):
     t = topic()
     # kcat -H applies the same headers to every message
     lines = "".join(f"key-{i}:value-{i}\n" for i in range(10))
-    p = java.kcat("-b", bootstrap, "-P", "-t", t, "-p", "0", "-K", ":", "-z", codec,
-                  "-X", f"acks={acks}", "-H", "src=kcat", "-H", "n=x", input=lines)
+    p = java.kcat(
+        "-b",
+        bootstrap,
+        "-P",
+        "-t",
+        t,
+        "-p",
+        "0",
+        "-K",
+        ":",
+        "-z",
+        codec,
+        "-X",
+        f"acks={acks}",
+        "-H",
+        "src=kcat",
+        "-H",
+        "n=x",
+        input=lines,
+    )
     assert p.returncode == 0, p.stderr
     expected = [
-        {"key": f"key-{i}".encode(), "value": f"value-{i}".encode(),
-         "headers": [("src", b"kcat"), ("n", b"x")]}
+        {
+            "key": f"key-{i}".encode(),
+            "value": f"value-{i}".encode(),
+            "headers": [("src", b"kcat"), ("n", b"x")],
+        }
         for i in range(10)
     ]
     read_back(bootstrap, t, expected)
@@ -351,8 +421,14 @@ def test_produce_many_partitions_confluent(bootstrap, topic):
     for offsets in by_partition.values():
         assert offsets == list(range(len(offsets)))
     total = wait_until(
-        lambda: sum(len(ck_consume(bootstrap, t, p, count=len(o), timeout=10))
-                    for p, o in by_partition.items()) == 200 or None,
+        lambda: (
+            sum(
+                len(ck_consume(bootstrap, t, p, count=len(o), timeout=10))
+                for p, o in by_partition.items()
+            )
+            == 200
+            or None
+        ),
         timeout=30,
     )
     assert total

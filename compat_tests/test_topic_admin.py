@@ -13,8 +13,14 @@ from compatlib.common import unique, wait_for_leaders, wait_until
 
 
 @pytest.mark.client("confluent-kafka")
-@pytest.mark.api("CreateTopics", "Metadata", "DescribeConfigs", "IncrementalAlterConfigs",
-                 "CreatePartitions", "DeleteTopics")
+@pytest.mark.api(
+    "CreateTopics",
+    "Metadata",
+    "DescribeConfigs",
+    "IncrementalAlterConfigs",
+    "CreatePartitions",
+    "DeleteTopics",
+)
 def test_topic_lifecycle_confluent(admin, name):
     from confluent_kafka.admin import (
         AlterConfigOpType,
@@ -88,33 +94,65 @@ def _confluent_error(fut):
 # (id, action, expected code, expected message: a regex; {t} is the existing topic)
 CONFLUENT_ERRORS = [
     ("duplicate", "create_existing", 36, r"Topic '{t}' already exists\."),
-    ("bad-chars", "create:bad name!", 17,
-     r"Topic name is invalid: 'bad name!' contains one or more characters other than "
-     r"ASCII alphanumerics, '\.', '_' and '-'"),
+    (
+        "bad-chars",
+        "create:bad name!",
+        17,
+        r"Topic name is invalid: 'bad name!' contains one or more characters other than "
+        r"ASCII alphanumerics, '\.', '_' and '-'",
+    ),
     ("dot", "create:.", 17, r"Topic name is invalid: '\.' is not allowed"),
     ("dotdot", "create:..", 17, r"Topic name is invalid: '\.\.' is not allowed"),
-    ("too-long", "create:" + "a" * 250, 17,
-     r"Topic name is invalid: the length of 'a{{250}}' is longer than the max allowed length 249"),
+    (
+        "too-long",
+        "create:" + "a" * 250,
+        17,
+        r"Topic name is invalid: the length of 'a{{250}}' is longer than the max allowed length 249",
+    ),
     ("collision", "create_colliding", 17, r"Topic '{c}' collides with existing topic: {t}"),
-    ("replication-factor", "create_rf3", 38,
-     r"Unable to replicate the partition 3 time\(s\): The target replication factor of 3 "
-     r"cannot be reached because only 1 broker\(s\) are registered"),
-    ("zero-partitions", "create_p0", 37,
-     r"Number of partitions was set to an invalid non-positive value\."),
+    (
+        "replication-factor",
+        "create_rf3",
+        38,
+        r"Unable to replicate the partition 3 time\(s\): The target replication factor of 3 "
+        r"cannot be reached because only 1 broker\(s\) are registered",
+    ),
+    (
+        "zero-partitions",
+        "create_p0",
+        37,
+        r"Number of partitions was set to an invalid non-positive value\.",
+    ),
     ("unknown-config", "create_cfg:foo.bar=1", 40, r"Unknown topic config name: foo\.bar"),
-    ("bad-config-type", "create_cfg:retention.ms=abc", 40,
-     r"Invalid value abc for configuration retention\.ms: Not a number of type LONG"),
-    ("bad-config-choice", "create_cfg:cleanup.policy=zap", 40,
-     r"Invalid value zap for configuration cleanup\.policy: String must be one of: compact, delete"),
-    ("partitions-decrease", "partitions:2", 37,
-     r"The topic {t} currently has 3 partition\(s\); 2 would not be an increase\."),
+    (
+        "bad-config-type",
+        "create_cfg:retention.ms=abc",
+        40,
+        r"Invalid value abc for configuration retention\.ms: Not a number of type LONG",
+    ),
+    (
+        "bad-config-choice",
+        "create_cfg:cleanup.policy=zap",
+        40,
+        r"Invalid value zap for configuration cleanup\.policy: String must be one of: compact, delete",
+    ),
+    (
+        "partitions-decrease",
+        "partitions:2",
+        37,
+        r"The topic {t} currently has 3 partition\(s\); 2 would not be an increase\.",
+    ),
     ("partitions-same", "partitions:3", 37, r"Topic already has 3 partition\(s\)\."),
     ("partitions-unknown-topic", "partitions_unknown", 3, r".*"),
     ("delete-unknown", "delete_unknown", 3, r".*"),
     ("describe-configs-unknown", "describe_configs_unknown", 3, r".*"),
     ("alter-unknown-key", "alter:foo.bar=1", 40, r"Unknown topic config name: foo\.bar"),
-    ("alter-bad-value", "alter:retention.ms=abc", 40,
-     r"Invalid value abc for configuration retention\.ms: Not a number of type LONG"),
+    (
+        "alter-bad-value",
+        "alter:retention.ms=abc",
+        40,
+        r"Invalid value abc for configuration retention\.ms: Not a number of type LONG",
+    ),
     ("alter-unknown-topic", "alter_unknown", 3, r"The topic '{u}' does not exist\."),
 ]
 
@@ -125,8 +163,14 @@ def existing_topic(topic):
 
 
 @pytest.mark.client("confluent-kafka")
-@pytest.mark.api("CreateTopics", "CreatePartitions", "DeleteTopics", "DescribeConfigs",
-                 "IncrementalAlterConfigs", "errors")
+@pytest.mark.api(
+    "CreateTopics",
+    "CreatePartitions",
+    "DeleteTopics",
+    "DescribeConfigs",
+    "IncrementalAlterConfigs",
+    "errors",
+)
 @pytest.mark.parametrize("case", CONFLUENT_ERRORS, ids=[c[0] for c in CONFLUENT_ERRORS])
 def test_topic_errors_confluent(admin, existing_topic, case):
     from confluent_kafka.admin import (
@@ -198,8 +242,14 @@ def kp_admin(bootstrap):
 
 
 @pytest.mark.client("kafka-python")
-@pytest.mark.api("CreateTopics", "Metadata", "DescribeConfigs", "AlterConfigs",
-                 "CreatePartitions", "DeleteTopics")
+@pytest.mark.api(
+    "CreateTopics",
+    "Metadata",
+    "DescribeConfigs",
+    "AlterConfigs",
+    "CreatePartitions",
+    "DeleteTopics",
+)
 def test_topic_lifecycle_kafka_python(kp_admin, name):
     from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
@@ -222,7 +272,9 @@ def test_topic_lifecycle_kafka_python(kp_admin, name):
     cfg = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t)])
     assert cfg["topic"][t]["retention.ms"]["value"] == "123456"
 
-    kp_admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, configs={"retention.ms": "5555"})])
+    kp_admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, t, configs={"retention.ms": "5555"})]
+    )
     cfg = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t)])
     assert cfg["topic"][t]["retention.ms"]["value"] == "5555"
 
@@ -297,12 +349,26 @@ def test_describe_topic_partitions_kafka_python(kp_admin, existing_topic):
 
 
 @pytest.mark.client("franz-go")
-@pytest.mark.api("CreateTopics", "Metadata", "DescribeConfigs", "IncrementalAlterConfigs",
-                 "CreatePartitions", "DeleteTopics")
+@pytest.mark.api(
+    "CreateTopics",
+    "Metadata",
+    "DescribeConfigs",
+    "IncrementalAlterConfigs",
+    "CreatePartitions",
+    "DeleteTopics",
+)
 def test_topic_lifecycle_franz(bootstrap, name):
     t = name()
-    res = franz.run("admin create-topic", "--topic", t, "--partitions", 2,
-                    "--config", "retention.ms=123456", brokers=bootstrap)
+    res = franz.run(
+        "admin create-topic",
+        "--topic",
+        t,
+        "--partitions",
+        2,
+        "--config",
+        "retention.ms=123456",
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     assert res.lines[0]["partitions"] == 2
 
@@ -318,8 +384,16 @@ def test_topic_lifecycle_franz(bootstrap, name):
     assert res.lines[0]["configs"]["retention.ms"] == "123456"
     assert res.lines[0]["sources"]["retention.ms"] == "DYNAMIC_TOPIC_CONFIG"
 
-    res = franz.run("admin alter-config", "--topic", t, "--config", "segment.ms=3600000",
-                    "--delete", "retention.ms", brokers=bootstrap)
+    res = franz.run(
+        "admin alter-config",
+        "--topic",
+        t,
+        "--config",
+        "segment.ms=3600000",
+        "--delete",
+        "retention.ms",
+        brokers=bootstrap,
+    )
     assert res.returncode == 0, res
     res = franz.run("admin describe-configs", "--topic", t, brokers=bootstrap)
     assert res.lines[0]["configs"]["segment.ms"] == "3600000"
@@ -332,8 +406,9 @@ def test_topic_lifecycle_franz(bootstrap, name):
 
 
 @pytest.mark.client("franz-go")
-@pytest.mark.api("CreateTopics", "CreatePartitions", "DeleteTopics",
-                 "IncrementalAlterConfigs", "errors")
+@pytest.mark.api(
+    "CreateTopics", "CreatePartitions", "DeleteTopics", "IncrementalAlterConfigs", "errors"
+)
 def test_topic_errors_franz(bootstrap, existing_topic):
     t = existing_topic
     res = franz.run("admin create-topic", "--topic", t, brokers=bootstrap)
@@ -345,8 +420,14 @@ def test_topic_errors_franz(bootstrap, existing_topic):
     assert res.lines[0]["code"] == 17, res
     assert res.lines[0]["message"].startswith("Topic name is invalid: 'bad/name' contains")
 
-    res = franz.run("admin create-topic", "--topic", unique("cfg"), "--config",
-                    "max.message.bytes=-5", brokers=bootstrap)
+    res = franz.run(
+        "admin create-topic",
+        "--topic",
+        unique("cfg"),
+        "--config",
+        "max.message.bytes=-5",
+        brokers=bootstrap,
+    )
     assert res.lines[0]["code"] == 40, res
     assert res.lines[0]["message"] == (
         "Invalid value -5 for configuration max.message.bytes: Value must be at least 0"
@@ -358,8 +439,9 @@ def test_topic_errors_franz(bootstrap, existing_topic):
         f"The topic {t} currently has 3 partition(s); 1 would not be an increase."
     )
 
-    res = franz.run("admin alter-config", "--topic", t, "--config", "segment.bytes=10",
-                    brokers=bootstrap)
+    res = franz.run(
+        "admin alter-config", "--topic", t, "--config", "segment.bytes=10", brokers=bootstrap
+    )
     assert res.lines[0]["code"] == 40, res
     assert res.lines[0]["message"] == (
         "Invalid value 10 for configuration segment.bytes: Value must be at least 1048576"
@@ -373,13 +455,25 @@ def test_topic_errors_franz(bootstrap, existing_topic):
 
 
 @pytest.mark.client("java")
-@pytest.mark.api("CreateTopics", "DescribeTopicPartitions", "Metadata", "CreatePartitions",
-                 "DeleteTopics")
+@pytest.mark.api(
+    "CreateTopics", "DescribeTopicPartitions", "Metadata", "CreatePartitions", "DeleteTopics"
+)
 def test_topic_lifecycle_java_kafka_topics(bootstrap, name):
     t = name()
     base = ("--bootstrap-server", bootstrap)
-    p = java.run("kafka-topics", *base, "--create", "--topic", t, "--partitions", 2,
-                 "--replication-factor", 1, "--config", "retention.ms=123456")
+    p = java.run(
+        "kafka-topics",
+        *base,
+        "--create",
+        "--topic",
+        t,
+        "--partitions",
+        2,
+        "--replication-factor",
+        1,
+        "--config",
+        "retention.ms=123456",
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == f"Created topic {t}."
 
@@ -395,9 +489,12 @@ def test_topic_lifecycle_java_kafka_topics(bootstrap, name):
         lines[0],
     ), lines[0]
     for i, line in enumerate(lines[1:]):
-        assert line.strip() == (
-            f"Topic: {t}\tPartition: {i}\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: "
-        ).strip(), line
+        assert (
+            line.strip()
+            == (
+                f"Topic: {t}\tPartition: {i}\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: "
+            ).strip()
+        ), line
 
     p = java.run("kafka-topics", *base, "--list")
     assert t in p.stdout.split()
@@ -432,8 +529,13 @@ def test_topic_errors_java_kafka_topics(bootstrap, existing_topic):
 def test_topic_configs_java_kafka_configs(bootstrap, existing_topic):
     t = existing_topic
     base = ("--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", t)
-    p = java.run("kafka-configs", *base, "--alter", "--add-config",
-                 "retention.ms=999999,cleanup.policy=compact")
+    p = java.run(
+        "kafka-configs",
+        *base,
+        "--alter",
+        "--add-config",
+        "retention.ms=999999,cleanup.policy=compact",
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == f"Completed updating config for topic {t}."
     p = java.run("kafka-configs", *base, "--describe")

@@ -249,9 +249,7 @@ class KafkaNode:
             self.dir.mkdir(parents=True, exist_ok=True)
         else:
             self.dir = Path(tempfile.mkdtemp(prefix="kafka-node-"))
-        self.config_path.write_text(
-            "".join(f"{k}={v}\n" for k, v in self.properties().items())
-        )
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         fmt = kafka_cli.run_tool(
             "kafka-storage",
             "format",

@@ -63,18 +63,27 @@ def ck_produce(bootstrap: str, topic: str, records, conf: dict | None = None, ti
     return sorted(delivered, key=lambda m: (m.partition(), m.offset()))
 
 
-def ck_consume(bootstrap: str, topic: str, partition: int = 0, offset=None, count: int = 1,
-               timeout: float = 15, conf: dict | None = None):
+def ck_consume(
+    bootstrap: str,
+    topic: str,
+    partition: int = 0,
+    offset=None,
+    count: int = 1,
+    timeout: float = 15,
+    conf: dict | None = None,
+):
     """Read `count` messages with confluent-kafka's assign() from `offset` (default: beginning)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    c = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": unique("compat-assign"),
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        **(conf or {}),
-    })
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("compat-assign"),
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **(conf or {}),
+        }
+    )
     try:
         c.assign([TopicPartition(topic, partition, OFFSET_BEGINNING if offset is None else offset)])
         out = []

@@ -99,8 +99,15 @@ class Connection:
     def __exit__(self, *exc):
         self.close()
 
-    def send(self, api_key: int, version: int, body: bytes, *, flexible_header: bool = False,
-             client_id: str = "compat-raw") -> int:
+    def send(
+        self,
+        api_key: int,
+        version: int,
+        body: bytes,
+        *,
+        flexible_header: bool = False,
+        client_id: str = "compat-raw",
+    ) -> int:
         self.correlation_id += 1
         header = struct.pack(">hhi", api_key, version, self.correlation_id) + _string(client_id)
         if flexible_header:
@@ -120,8 +127,15 @@ class Connection:
                 r.pos += r.uvarint()
         return r
 
-    def request(self, api_key: int, version: int, body: bytes, *, flexible_header: bool = False,
-                response_flexible_header: bool = False) -> Reader:
+    def request(
+        self,
+        api_key: int,
+        version: int,
+        body: bytes,
+        *,
+        flexible_header: bool = False,
+        response_flexible_header: bool = False,
+    ) -> Reader:
         cid = self.send(api_key, version, body, flexible_header=flexible_header)
         return self.receive(cid, response_flexible_header)
 
@@ -178,13 +192,24 @@ def init_producer_id(conn: Connection) -> tuple[int, int, int]:
     return error, r.int64(), r.int16()
 
 
-def record_batch(values: list[bytes], *, producer_id: int = -1, epoch: int = -1,
-                 sequence: int = -1, timestamp: int | None = None) -> bytes:
+def record_batch(
+    values: list[bytes],
+    *,
+    producer_id: int = -1,
+    epoch: int = -1,
+    sequence: int = -1,
+    timestamp: int | None = None,
+) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=producer_id,
-        producer_epoch=epoch, base_sequence=sequence, batch_size=1 << 20,
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        batch_size=1 << 20,
     )
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     for i, v in enumerate(values):
@@ -202,8 +227,9 @@ class PartitionResult:
     error_message: str | None = None
 
 
-def produce(conn: Connection, topic: str, partition: int, batch: bytes, acks: int = -1,
-            version: int = 3) -> PartitionResult:
+def produce(
+    conn: Connection, topic: str, partition: int, batch: bytes, acks: int = -1, version: int = 3
+) -> PartitionResult:
     """Produce (v3..v8, non-flexible) of one batch to one partition."""
     assert 3 <= version <= 8
     body = (
