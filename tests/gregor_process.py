@@ -95,6 +95,19 @@ class GregorProcess:
     def log(self) -> str:
         return "".join(self.output)
 
+    def wait_for_log(self, text: str, timeout: float = 10) -> bool:
+        """Whether `text` appears in the output within `timeout` seconds.
+
+        The broker writes a line before it acts (closes a socket, say), but the
+        thread that reads its output may not have taken the line yet.
+        """
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
     def stop(self, timeout: float = 30) -> int:
         """SIGTERM and wait: the exit code (0 for a graceful stop)."""
         return self._signal(signal.SIGTERM, timeout)

@@ -414,7 +414,7 @@ def test_negative_frame_size_closes_only_that_connection(broker):
         client.send_raw(struct.pack(">i", -1))
         assert client.wait_closed() == b""
         bystander.call(ApiKey.API_VERSIONS, 3, _software())
-    assert "invalid frame size -1" in broker.log()
+    assert broker.wait_for_log("invalid frame size -1"), broker.log()
 
 
 @pytest.mark.parametrize("bad_size", [-1, SOCKET_REQUEST_MAX_BYTES + 1])
@@ -1133,7 +1133,7 @@ def test_idle_connection_is_closed(strict_broker):
         assert idle.wait_closed(timeout=10) == b""
         assert partial.wait_closed(timeout=10) == b""
         assert time.monotonic() - started >= 0.5
-    assert "closing idle connection" in strict_broker.log()
+    assert strict_broker.wait_for_log("closing idle connection"), strict_broker.log()
     assert_serves_requests(strict_broker.port)
 
 
