@@ -55,8 +55,11 @@ def test_topic_lifecycle_confluent(admin, name):
         ],
     )
     admin.incremental_alter_configs([change])[change].result(20)
-    configs = admin.describe_configs([res])[res].result(20)
-    assert configs["retention.ms"].value == "999999"
+    # Kafka's broker learns of a change from the metadata log a moment after the
+    # controller accepts it, so DescribeConfigs right after may still show the old value.
+    configs = wait_until(
+        lambda: described_once(admin, res, "retention.ms", "999999"), message="change visible"
+    )
     assert configs["max.message.bytes"].value == "65536"
 
     delete = ConfigResource(
@@ -67,8 +70,9 @@ def test_topic_lifecycle_confluent(admin, name):
         ],
     )
     admin.incremental_alter_configs([delete])[delete].result(20)
-    configs = admin.describe_configs([res])[res].result(20)
-    assert configs["retention.ms"].value == "604800000"
+    configs = wait_until(
+        lambda: described_once(admin, res, "retention.ms", "604800000"), message="delete visible"
+    )
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
     admin.create_partitions([NewPartitions(t, 5)])[t].result(20)
@@ -76,6 +80,12 @@ def test_topic_lifecycle_confluent(admin, name):
 
     admin.delete_topics([t])[t].result(20)
     wait_until(lambda: t not in admin.list_topics(timeout=5).topics, message=f"{t} deleted")
+
+
+def described_once(admin, resource, key: str, value: str):
+    """The resource's configs when `key` is described as `value`, else None."""
+    configs = admin.describe_configs([resource])[resource].result(20)
+    return configs if configs[key].value == value else None
 
 
 def _topic_collection(names):
@@ -275,8 +285,13 @@ def test_topic_lifecycle_kafka_python(kp_admin, name):
     kp_admin.alter_configs(
         [ConfigResource(ConfigResourceType.TOPIC, t, configs={"retention.ms": "5555"})]
     )
-    cfg = kp_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t)])
-    assert cfg["topic"][t]["retention.ms"]["value"] == "5555"
+    topic_config = ConfigResource(ConfigResourceType.TOPIC, t)
+    wait_until(
+        lambda: (
+            kp_admin.describe_configs([topic_config])["topic"][t]["retention.ms"]["value"] == "5555"
+        ),
+        message="change visible",
+    )
 
     kp_admin.create_partitions({t: NewPartitions(4)})
     wait_until(
@@ -538,8 +553,12 @@ def test_topic_configs_java_kafka_configs(bootstrap, existing_topic):
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == f"Completed updating config for topic {t}."
-    p = java.run("kafka-configs", *base, "--describe")
-    assert p.returncode == 0, p.stderr
+    p = wait_until(
+        lambda: described_with(
+            java.run("kafka-configs", *base, "--describe"), "retention.ms=999999"
+        ),
+        message="change visible",
+    )
     assert p.stdout.splitlines() == [
         f"Dynamic configs for topic {t} are:",
         "  cleanup.policy=compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy="
@@ -551,6 +570,12 @@ def test_topic_configs_java_kafka_configs(bootstrap, existing_topic):
     assert "Invalid value abc for configuration retention.ms: Not a number of type LONG" in (
         p.stdout + p.stderr
     )
+
+
+def described_with(p, text: str):
+    """The finished kafka-configs --describe when its output has `text`, else None."""
+    assert p.returncode == 0, p.stderr
+    return p if text in p.stdout else None
 
 
 # --- aiokafka ---------------------------------------------------------------------
