@@ -65,6 +65,13 @@ class Partition:
             self._advance_high_watermark()
         return info
 
+    async def flush_if_message_count_due(self) -> None:
+        """fsync now if flush.messages records are unflushed, as Kafka does at
+        the end of an append, before the producer is answered. The disk wait
+        runs in a worker thread; LogError if the flush fails."""
+        if self.log.message_count_flush_due():
+            await trio.to_thread.run_sync(self.log.flush)
+
     def _advance_high_watermark(self) -> None:
         if self.isr == [self.node_id] or self.replicas == [self.node_id]:
             self.high_watermark = self.log.log_end_offset

@@ -881,6 +881,12 @@ class Log:
             or self._clock() - self._last_flush_ms >= self.config.flush_interval_ms
         )
 
+    def message_count_flush_due(self) -> bool:
+        """Whether flush.messages records are unflushed. Kafka checks this inside
+        every append and fsyncs before answering; flush.ms is left to the
+        periodic flusher (`flush_due`)."""
+        return self.unflushed_messages >= max(self.config.flush_interval_messages, 1)
+
     def flush(self, offset: int | None = None) -> int:
         """fsync every segment holding offsets below `offset` (default the log
         end) that is not yet known to be on disk, the new files' directory,

@@ -98,6 +98,7 @@ async def produce(ctx, request):
             results.append(result)
             if wait is not None:
                 waits.append(wait)
+                await _flush_if_due(wait[0], result)
         responses.append({"name": topic_data.name, "partition_responses": results})
     if acks == 0:
         if any(r["error_code"] for t in responses for r in t["partition_responses"]):
@@ -175,6 +176,16 @@ def _append(ctx, topic, name, pdata, now, acks):
         ),
         (partition, info.next_offset),
     )
+
+
+async def _flush_if_due(partition, result) -> None:
+    """flush.messages: Kafka fsyncs inside the append that reaches the count, so
+    a failed fsync is that partition's KAFKA_STORAGE_ERROR (the log goes offline)."""
+    try:
+        await partition.flush_if_message_count_due()
+    except LogError as e:
+        log.warning("flushing %r after an append failed: %s", partition, e)
+        result.update(error_code=ErrorCode(e.error_code), error_message=str(e), base_offset=-1)
 
 
 def _failed(partition, index, code, message=None, record_errors=()):

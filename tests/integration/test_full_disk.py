@@ -280,10 +280,14 @@ def test_stop_and_restart_with_a_full_log_dir_loses_nothing(tmp_path, tiny_disk)
 # --- a failed fsync (injected: tmpfs cannot fail one) ---------------------------------
 
 
-def _run_in_process_broker(tmp_path, monkeypatch, scenario):
+# The periodic flusher fsyncs every log with unflushed data every 50 ms.
+FLUSH_EVERY_50_MS = {"log.flush.interval.ms": 50, "log.flush.scheduler.interval.ms": 50}
+
+
+def _run_in_process_broker(tmp_path, monkeypatch, scenario, flush_policy=FLUSH_EVERY_50_MS):
     """Run `scenario(broker, port, failing_dirs)` in a thread beside an in-process
-    broker that fsyncs after every message; paths under `failing_dirs` fail
-    their fsync with EIO. Returns the scenario's result and the data dir."""
+    broker with `flush_policy`; paths under `failing_dirs` fail their fsync with
+    EIO. Returns the scenario's result and the data dir."""
     data = tmp_path / "data"
     config = BrokerConfig.load(
         None,
@@ -291,8 +295,7 @@ def _run_in_process_broker(tmp_path, monkeypatch, scenario):
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(data),
             "node.id": 1,
-            "log.flush.interval.messages": 1,
-            "log.flush.scheduler.interval.ms": 50,
+            **flush_policy,
         },
     )
     failing_dirs: set[str] = set()
@@ -360,6 +363,40 @@ def _offline_scenario(broker, port, failing_dirs):
         seen["healthy flushed"] = _wait(lambda: healthy.log.recovery_point == 2, timeout=2)
     assert_serves_requests(port)
     return seen
+
+
+def _flush_inside_append_scenario(broker, port, failing_dirs):
+    seen = {}
+    with RawClient(port) as client:
+        ensure_topic(client, "synced")
+        ensure_topic(client, "bystander")
+        synced = broker.replicas.get("synced", 0)
+        seen["first produce"] = produce(client, "synced", batch([b"one", b"two"])).error_code
+        # No periodic flusher runs: only the append itself can have fsynced.
+        seen["recovery point when answered"] = synced.log.recovery_point
+        failing_dirs.add(synced.log.dir)
+        seen["produce on a failing disk"] = produce(client, "synced", batch([b"x"])).error_code
+        seen["bystander produce"] = produce(client, "bystander", batch([b"b"])).error_code
+        seen["bystander fetch"] = fetch_values(client, "bystander")
+    assert_serves_requests(port)
+    return seen
+
+
+def test_flush_messages_fsyncs_inside_the_append_before_answering(tmp_path, monkeypatch):
+    """log.flush.interval.messages=1 alone (the flusher never runs): as in Kafka,
+    the append fsyncs before the producer is answered, and a failing fsync is
+    that produce's KAFKA_STORAGE_ERROR."""
+    seen, _ = _run_in_process_broker(
+        tmp_path,
+        monkeypatch,
+        _flush_inside_append_scenario,
+        flush_policy={"log.flush.interval.messages": 1},
+    )
+    assert seen["first produce"] == ErrorCode.NONE
+    assert seen["recovery point when answered"] == 2
+    assert seen["produce on a failing disk"] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert seen["bystander produce"] == ErrorCode.NONE
+    assert seen["bystander fetch"] == [b"b"]
 
 
 def _list_offsets_error(client, topic):

@@ -34,6 +34,20 @@ def test_flush_due_by_message_count(tmp_path):
     assert not log.flush_due()
 
 
+def test_message_count_flush_is_due_only_by_count_not_by_time(tmp_path):
+    clock = FakeClock()
+    log = open_log(
+        tmp_path / "t-0", LogConfig(flush_interval_messages=3, flush_interval_ms=10), clock=clock
+    )
+    log.append(batch(2), 0)
+    clock.advance(1000)
+    assert log.flush_due() and not log.message_count_flush_due()
+    log.append(batch(1), 0)
+    assert log.message_count_flush_due()
+    log.flush()
+    assert not log.message_count_flush_due()
+
+
 def test_flush_due_by_time(tmp_path):
     clock = FakeClock()
     log = open_log(tmp_path / "t-0", LogConfig(flush_interval_ms=1000), clock)
