@@ -116,6 +116,9 @@ class Broker:
         with trio.move_on_after(_STOP_GRACE_SECONDS):
             for conn in list(self._connections):
                 conn.stop_when_idle()
+            # Long-poll Fetches stop waiting and answer with what they have.
+            for partition in list(self.replicas.partitions.values()):
+                partition.notify()
             while self._connections:
                 await trio.sleep(0.01)
         await self.replicas.stop_background()

@@ -132,7 +132,8 @@ async def fetch(ctx, request):
         waitable = [t.partition for t in targets if t.partition is not None]
         if waitable:
             with trio.move_on_after(request.max_wait_ms / 1000):
-                while total < request.min_bytes:
+                # A stopping broker answers with what it has (Broker.stop wakes us).
+                while total < request.min_bytes and not ctx.broker.stopping:
                     await _any_change(waitable)
                     results, total = _read_all(targets, request, read_committed)
     return _response(ctx, targets, results)
