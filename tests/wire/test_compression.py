@@ -402,3 +402,55 @@ def test_corrupted_streams_decompress_or_raise_decode_error(codec, data):
     except DecodeError:
         return
     assert len(out) <= 5000
+
+
+# -- sizes a header claims under the limit ---------------------------------------------------
+
+
+def _peak_while_refused(codec: int, data: bytes, limit: int) -> int:
+    """Peak bytes allocated while decompress refuses `data` (or decodes it)."""
+    tracemalloc.start()
+    try:
+        try:
+            decompress(codec, data, limit)
+        except DecodeError:
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+def test_snappy_preamble_a_short_block_cannot_make_true_is_refused_before_allocating():
+    claim = b"\x80\x80\x80\x1e" + b"\x00" * 60  # says 60 MiB in 64 bytes
+    with pytest.raises(DecodeError, match="cannot hold"):
+        decompress(SNAPPY, claim, 64 * MIB)
+    assert _peak_while_refused(SNAPPY, claim, 64 * MIB) < 64 * 1024
+    framed = XERIAL_HEADER + struct.pack(">i", len(claim)) + claim
+    with pytest.raises(DecodeError, match="cannot hold"):
+        decompress(SNAPPY, framed, 64 * MIB)
+    assert _peak_while_refused(SNAPPY, framed, 64 * MIB) < 64 * 1024
+
+
+def test_gzip_trailer_size_is_not_trusted_beyond_what_deflate_can_produce():
+    member = bytearray(gzip.compress(b"tiny"))
+    member[-4:] = struct.pack("<I", 60 * MIB)  # the trailer lies: 60 MiB
+    assert _peak_while_refused(GZIP, bytes(member), 64 * MIB) < 256 * 1024
+    with pytest.raises(DecodeError):
+        decompress(GZIP, bytes(member), 64 * MIB)
+
+
+def test_zstd_rle_block_over_the_block_maximum_is_corrupt():
+    # A frame header (single segment, 1-byte content size 0), then one last RLE
+    # block declaring 2 MiB - 1 bytes from a single byte.
+    size = (1 << 21) - 1
+    block_header = (size << 3 | 1 << 1 | 1).to_bytes(3, "little")
+    frame = b"\x28\xb5\x2f\xfd" + b"\x20" + b"\x00" + block_header + b"\x00"
+    with pytest.raises(DecodeError, match="maximum block size"):
+        decompress(ZSTD, frame, 64 * MIB)
+
+
+@pytest.mark.parametrize("codec", COMPRESSED, ids=COMPRESSED_IDS)
+def test_highly_compressible_data_still_decodes(codec):
+    data = b"\x00" * (4 * MIB) + b"tail"
+    assert decompress(codec, compress(codec, data), 8 * MIB) == data

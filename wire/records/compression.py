@@ -66,6 +66,11 @@ _SKIPPABLE_MASK = 0xFFFFFFF0
 _LZ4_SKIPPABLE = 0x184D2A50  # also zstd's skippable frame magic range
 _LZ4_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 _ZSTD_BLOCK_MAX = 128 << 10
+# The most output a format can make from n input bytes, so that a size a
+# header merely claims never decides an allocation. Snappy: a 3-byte copy
+# element writes at most 64 bytes. Deflate: at most 258 bytes per 2 bits.
+_SNAPPY_MAX_RATIO = 22
+_DEFLATE_MAX_RATIO = 1032
 
 _U32LE = struct.Struct("<I")
 _I32BE = struct.Struct(">i")
@@ -219,7 +224,7 @@ def _gzip_decompress(view: memoryview, max_size: int):
     # the output is; cramjam's decoder checks it along with the CRC-32.
     if len(view) >= 18:
         isize = _U32LE.unpack_from(view, len(view) - 4)[0]
-        if isize <= max_size:
+        if isize <= min(max_size, _DEFLATE_MAX_RATIO * len(view)):
             out = bytearray(isize + 1)
             try:
                 n = cramjam.gzip.decompress_into(view, out)
@@ -275,11 +280,13 @@ def _snappy_decompress(view: memoryview, max_size: int):
             total += size
             if total > max_size:
                 raise _too_big(SNAPPY, max_size)
+            _check_snappy_claim(block, size)
             blocks.append((block, size))
     else:
         size = _snappy_raw_len(view)
         if size > max_size:
             raise _too_big(SNAPPY, max_size)
+        _check_snappy_claim(view, size)
         blocks = [(view, size)]
         total = size
     out = bytearray(total)
@@ -300,7 +307,8 @@ def _snappy_decompress(view: memoryview, max_size: int):
 
 def _snappy_raw_len(block: memoryview) -> int:
     """The uncompressed length preamble of a raw snappy block (a uint32
-    varint), read without trusting anything after it."""
+    varint), read without trusting anything after it; the caller checks it
+    against the limit and with `_check_snappy_claim`."""
     value = 0
     for i in range(min(5, len(block))):
         b = block[i]
@@ -310,6 +318,14 @@ def _snappy_raw_len(block: memoryview) -> int:
                 break
             return value
     raise _corrupt(SNAPPY, "bad raw snappy length preamble")
+
+
+def _check_snappy_claim(block: memoryview, size: int) -> None:
+    """Refuse a length preamble the block is too short to make true."""
+    if size > _SNAPPY_MAX_RATIO * len(block):
+        raise _corrupt(
+            SNAPPY, f"a snappy block of {len(block)} bytes cannot hold the {size} it declares"
+        )
 
 
 def _skippable(view: memoryview, pos: int, magic: int, codec: int) -> int | None:
@@ -408,6 +424,8 @@ def _zstd_bound(view: memoryview) -> int:
             pos += 3
             block_type = (bh >> 1) & 0x03
             size = bh >> 3
+            if block_type != 2 and size > _ZSTD_BLOCK_MAX:
+                raise _corrupt(ZSTD, f"block of {size} bytes exceeds the maximum block size")
             if block_type == 0:  # raw
                 pos += size
                 bound += size
