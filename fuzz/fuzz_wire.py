@@ -1,9 +1,11 @@
 """atheris fuzz target for `wire`: decoding any bytes returns or raises DecodeError.
 
-The first two input bytes pick a message and a version, the rest is decoded by
-both the compiled and the interpreted codec, which must agree; whole request
-frames and record batches are decoded too. Any exception other than the wire
-errors is a crash that atheris reports with the input that caused it.
+The first two input bytes pick what decodes the rest: a message and a version
+(decoded by both the compiled and the interpreted codec, which must agree), a
+whole request frame, or a record path -- a checked batch, the records of a
+batch whose CRC is not checked (so mutations reach the record decoder), the
+producer-batch offset check, or one codec's decompressor. Any exception other
+than the wire errors is a crash that atheris reports with its input.
 
     make fuzz                       # bounded run (FUZZ_SECONDS, default 60)
     python fuzz/fuzz_wire.py -max_total_time=30 fuzz-artifacts/corpus
@@ -18,11 +20,10 @@ with atheris.instrument_imports():
     from wire.codec import message_codec
     from wire.errors import DecodeError, UnsupportedVersionError
     from wire.protocol import decode_request
+    from wire.records import check_record_offsets, decompress, iter_records, validate_batch
 
-    try:
-        from wire.records import iter_records, validate_batch
-    except ImportError:  # record layer not built yet
-        iter_records = validate_batch = None
+# Small, so that a bomb found by the fuzzer costs little to refuse.
+MAX_UNCOMPRESSED = 1 << 20
 
 MESSAGES = [
     (getattr(api, direction), version)
@@ -56,13 +57,26 @@ def test_one_input(data: bytes) -> None:
             decode_request(body)
         except (DecodeError, UnsupportedVersionError):
             pass
-    elif validate_batch is not None:
-        try:
+    else:
+        _decode_records(selector // 3, body)
+
+
+def _decode_records(path: int, body: bytes) -> None:
+    try:
+        if path % 4 == 0:
             validate_batch(body)
-            for _ in iter_records(body):
+            for _ in iter_records(body, 0, MAX_UNCOMPRESSED):
                 pass
-        except DecodeError:
-            pass
+        elif path % 4 == 1:
+            for _ in iter_records(body, 0, MAX_UNCOMPRESSED):
+                pass
+        elif path % 4 == 2:
+            check_record_offsets(body, 0, MAX_UNCOMPRESSED)
+        else:
+            codec = 1 + (path // 4) % 4  # gzip, snappy, lz4, zstd
+            decompress(codec, body, MAX_UNCOMPRESSED)
+    except DecodeError:
+        pass
 
 
 def main() -> None:
