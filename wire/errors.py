@@ -18,8 +18,10 @@ class EncodeError(WireError):
     """A value cannot be encoded (wrong type, out of range, unknown version)."""
 
 
-class UnsupportedVersionError(WireError):
-    """An API version outside the range that `wire` declares."""
+class UnsupportedVersionError(DecodeError):
+    """An API key or version that `wire` does not declare. A decode error (a
+    request in it cannot be read), carrying what the broker needs to answer
+    UNSUPPORTED_VERSION instead of closing: key, version, correlation id."""
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from collections import defaultdict
 
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.errors import DecodeError, UnsupportedVersionError
+from wire.errors import DecodeError
 from wire.framing import FrameSplitter, encode_frame
 from wire.protocol import decode_request, encode_response, peek_request_header
 from wire.records import iter_batches
@@ -189,7 +189,7 @@ class CaptureServer:
             raise _Unhandled
         try:
             header, body = decode_request(frame)
-        except (DecodeError, UnsupportedVersionError):
+        except DecodeError:
             self._error(f"cannot decode api {api_key} v{api_version}:\n{traceback.format_exc()}")
             raise _Unhandled from None
         with self._lock:

@@ -84,8 +84,14 @@ def test_unknown_api_key_is_an_unsupported_version_error():
         decode_request(frame)
 
 
+def test_an_unsupported_version_is_caught_as_the_one_decode_error_type():
+    frame = bytes.fromhex("7fff0000000000030000")
+    with pytest.raises(DecodeError):
+        decode_request(frame)
+
+
 def test_truncated_request_is_a_decode_error():
     frame = encode_request(ApiKey.METADATA, 12, 3, {"topics": [{"name": "abc"}]})
     for cut in range(len(frame)):
-        with pytest.raises((DecodeError, UnsupportedVersionError)):
+        with pytest.raises(DecodeError):
             decode_request(frame[:cut])
