@@ -348,3 +348,29 @@ def test_fetch_from_offset_java_console_consumer(bootstrap, filled):
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == [f"Offset:{i}\tv{i}" for i in range(4, N)]
+
+
+# --- raw OffsetForLeaderEpoch (what the Java consumer validates positions with) ---------------
+
+
+@pytest.mark.client("raw")
+@pytest.mark.api("OffsetForLeaderEpoch")
+def test_offset_for_leader_epoch_raw(bootstrap, filled, topic):
+    from compatlib import raw
+
+    t, _ = filled
+    empty = topic()
+    with raw.Connection(bootstrap) as conn:
+        # A new topic's leader is in epoch 0, which holds every record.
+        assert raw.offset_for_leader_epoch(conn, t, [(0, -1, 0)]) == [(0, 0, 0, N)]
+        assert raw.offset_for_leader_epoch(conn, t, [(0, 0, 0)]) == [(0, 0, 0, N)]
+        assert raw.offset_for_leader_epoch(conn, empty, [(0, -1, 0)]) == [(0, 0, 0, 0)]
+        # An epoch after the latest one is undefined.
+        assert raw.offset_for_leader_epoch(conn, t, [(0, -1, 7)]) == [(0, 0, -1, -1)]
+        # A client that knows a newer leader epoch than the broker's.
+        ((error, *_),) = raw.offset_for_leader_epoch(conn, t, [(0, 3, 0)])
+        assert error == 75  # UNKNOWN_LEADER_EPOCH
+        ((error, *_),) = raw.offset_for_leader_epoch(conn, t, [(5, -1, 0)])
+        assert error == 3  # UNKNOWN_TOPIC_OR_PARTITION
+        ((error, *_),) = raw.offset_for_leader_epoch(conn, unique("missing"), [(0, -1, 0)])
+        assert error == 3

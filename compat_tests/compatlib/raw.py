@@ -257,3 +257,25 @@ def produce(
         result.record_errors = [(r.int32(), r.string()) for _ in range(r.int32())]
         result.error_message = r.string()
     return result
+
+
+# --- OffsetForLeaderEpoch ---------------------------------------------------------
+
+
+def offset_for_leader_epoch(
+    conn: Connection, topic: str, queries: list[tuple[int, int, int]]
+) -> list[tuple[int, int, int, int]]:
+    """OffsetForLeaderEpoch v3 as a consumer sends it (replica id -1) for
+    (partition, current leader epoch, leader epoch) queries; per partition
+    (error code, partition, leader epoch, end offset)."""
+    body = (
+        struct.pack(">ii", -1, 1)
+        + _string(topic)
+        + struct.pack(">i", len(queries))
+        + b"".join(struct.pack(">iii", *q) for q in queries)
+    )
+    r = conn.request(23, 3, body)
+    r.int32()  # throttle
+    assert r.int32() == 1
+    r.string()
+    return [r.take(">hiiq") for _ in range(r.int32())]
