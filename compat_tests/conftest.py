@@ -83,6 +83,8 @@ class _ResultWriter:
         self.state: dict[str, dict] = {}
 
     def pytest_collection_modifyitems(self, items):
+        import json
+
         for item in items:
             client = item.get_closest_marker("client")
             api = item.get_closest_marker("api")
@@ -90,6 +92,11 @@ class _ResultWriter:
                 "client": client.args[0] if client else None,
                 "api": list(api.args) if api else [],
             }
+        # Every test about to run, so that one that never reports (the run was
+        # killed, say) shows up as not run instead of vanishing from the matrix.
+        with open(self.path, "a") as fh:
+            for nodeid, meta in self.meta.items():
+                fh.write(json.dumps({"id": nodeid, "collected": True, **meta}) + "\n")
 
     def pytest_runtest_logreport(self, report):
         st = self.state.setdefault(

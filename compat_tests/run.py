@@ -23,8 +23,10 @@ Gregor counts as a difference too (ids `realsuite:<suite>/<test>`).
 
 Exit status: 0 when every test passes on Apache Kafka and on Gregor, except the
 tests listed in compat_tests/KNOWN_DIFFERENCES (reported as known differences);
-1 when a test fails on Kafka (the test is wrong) or passes on Kafka and fails
-on Gregor (a difference); 2 when a broker cannot be started.
+1 when a test fails on Kafka (the test is wrong), passes on Kafka and fails
+on Gregor (a difference), or has no outcome on a broker (its pytest run died:
+any pytest exit status but 0 and 1 fails the run); 2 when a broker cannot be
+started.
 """
 
 from __future__ import annotations
@@ -211,7 +213,11 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
     if run.results_path.exists():
         for line in run.results_path.read_text().splitlines():
             row = json.loads(line)
-            run.results[row["id"]] = row
+            if row.pop("collected", False):
+                # Collected but not (yet) reported: no outcome, "did not run".
+                run.results.setdefault(row["id"], {**row, "outcome": None})
+            else:
+                run.results[row["id"]] = row
 
 
 def run_real_suites(runs: list[TargetRun], sequential: bool, info: dict[str, str]):
@@ -284,6 +290,8 @@ def verdict(row: dict[str, dict | None], known: str | None) -> tuple[str, bool]:
     """(verdict text, counts as a failure of the run)."""
     kafka = (row.get("kafka") or {}).get("outcome")
     gregor = (row.get("gregor") or {}).get("outcome")
+    if any(cell is None or cell.get("outcome") is None for cell in row.values()):
+        return "DID NOT RUN", True
     if "kafka" in row and kafka != "passed":
         if known:
             return "known difference", False
@@ -379,7 +387,8 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
     md.append("")
     md.append(
         "Verdicts: **ok** = passes on both; **GREGOR DIFFERS** = passes on Apache Kafka, "
-        "fails on Gregor; **BROKEN ON KAFKA** = the test itself is wrong; "
+        "fails on Gregor; **BROKEN ON KAFKA** = the test itself is wrong; **DID NOT RUN** = "
+        "collected but no outcome on a broker (its pytest run died or was killed); "
         "**known difference** = listed in `compat_tests/KNOWN_DIFFERENCES`."
     )
     md.append("")
@@ -605,6 +614,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = build_rows(runs)
     known = load_known()
     term, md, problems = render(runs, rows, known, info)
+    for run in runs:
+        # 0: all passed, 1: some failed (the matrix says which); anything else
+        # (interrupted, internal error, usage) means results may be missing.
+        if run.returncode not in (0, 1):
+            term += (
+                f"\ncompat: pytest against {run.name} exited {run.returncode}; see {run.log_path}"
+            )
+            problems += 1
     if suite_runs:
         suite_term, suite_md, suite_problems = real_suites.render(suite_runs, known)
         term += "\n" + suite_term
