@@ -226,6 +226,52 @@ def test_consumer_groups_tool_java(bootstrap, group_apis, filled):
     assert f"GroupIdNotFoundException: Group {g} not found." in p.stdout
 
 
+@pytest.mark.client("java")
+@pytest.mark.api("ListGroups", "DescribeGroups", "OffsetDelete", "states filter")
+def test_consumer_groups_tool_on_an_active_group_java(bootstrap, group_apis, filled):
+    g = unique("g")
+    base = ("--bootstrap-server", bootstrap)
+
+    def tool(*args):
+        p = java.run("kafka-consumer-groups", *base, *args)
+        assert p.returncode == 0, p.stderr
+        return p
+
+    def rows(p, first):
+        return [line.split() for line in p.stdout.splitlines() if line.startswith(first)]
+
+    c = ck_group_consumer(bootstrap, g, **{"client.id": "active-member"})
+    try:
+        c.subscribe([filled])
+        ck_poll_n(c, 20)
+        c.commit(asynchronous=False)
+        # ListGroups with the states filter (v4+).
+        assert g in tool("--list", "--state", "Stable").stdout.split()
+        assert g not in tool("--list", "--state", "Empty").stdout.split()
+        (member,) = rows(tool("--describe", "--group", g, "--members"), g)
+        assert member[1].startswith("active-member-") and member[3:] == ["active-member", "2"]
+        (state,) = rows(tool("--describe", "--group", g, "--state"), g)
+        assert state[-3:] == ["range", "Stable", "1"]
+        # OffsetDelete of a topic the group is subscribed to is refused per partition.
+        p = tool("--delete-offsets", "--group", g, "--topic", filled)
+        assert "Error: Encountered some partition-level error" in p.stdout
+        assert p.stdout.count("GroupSubscribedToTopicException") == 2, p.stdout
+    finally:
+        c.close()
+
+    (state,) = rows(tool("--describe", "--group", g, "--state"), g)
+    assert state[-3:] == ["-", "Empty", "0"]
+    assert g in tool("--list", "--state", "Empty").stdout.split()
+    p = tool("--delete-offsets", "--group", g, "--topic", f"{filled}:0")
+    assert p.stdout.startswith(f"Request succeeded for deleting offsets from group {g}.")
+    assert rows(p, filled) == [[filled, "0", "Successful"]]
+    # Only partition 1's offset is left, at its log end.
+    ((_, _, partition, current, end, lag, *_),) = rows(tool("--describe", "--group", g), g)
+    assert (partition, current, lag) == ("1", end, "0")
+    p = tool("--delete-offsets", "--group", g, "--topic", unique("nope"))
+    assert "UnknownTopicOrPartitionException" in p.stdout
+
+
 # --- confluent-kafka -----------------------------------------------------------------------------
 
 
