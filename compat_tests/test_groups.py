@@ -272,6 +272,26 @@ def test_consumer_groups_tool_on_an_active_group_java(bootstrap, group_apis, fil
     assert "UnknownTopicOrPartitionException" in p.stdout
 
 
+@pytest.mark.client("raw")
+@pytest.mark.api("FindCoordinator", "transaction key type")
+def test_find_coordinator_for_groups_and_transactions_raw(bootstrap, admin):
+    host, port = bootstrap.rsplit(":", 1)
+    with raw.Connection(bootstrap) as conn:
+
+        def coordinator(key, key_type):
+            # COORDINATOR_NOT_AVAILABLE (15) while the internal topic is created,
+            # which clients retry, as here.
+            error, *where = raw.find_coordinator(conn, key, key_type)
+            return tuple(where) if error == 0 else None
+
+        expected = (1, host, int(port))
+        assert wait_until(lambda: coordinator(unique("txn"), 1)) == expected
+        assert wait_until(lambda: coordinator(unique("g"), 0)) == expected
+        assert raw.find_coordinator(conn, "x", 2)[0] == 42  # INVALID_REQUEST
+    # Transactional ids live in the internal topic __transaction_state.
+    assert "__transaction_state" in admin.list_topics(timeout=10).topics
+
+
 # --- confluent-kafka -----------------------------------------------------------------------------
 
 

@@ -279,3 +279,15 @@ def offset_for_leader_epoch(
     assert r.int32() == 1
     r.string()
     return [r.take(">hiiq") for _ in range(r.int32())]
+
+
+# --- FindCoordinator --------------------------------------------------------------
+
+
+def find_coordinator(conn: Connection, key: str, key_type: int) -> tuple[int, int, str, int]:
+    """FindCoordinator v1 (0 = group, 1 = transaction): (error, node id, host, port)."""
+    r = conn.request(10, 1, _string(key) + struct.pack(">b", key_type))
+    r.int32()  # throttle
+    error = r.int16()
+    r.string()  # error message
+    return error, r.int32(), r.string(), r.int32()
