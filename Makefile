@@ -21,10 +21,12 @@ run: install
 	$(VENV)/bin/gregor serve
 
 # Non-Python clients for tests: kcat (and java/mvn if missing) from Debian,
-# Apache Kafka's jars from Maven Central into .cache/maven/ (stamped: ~0.1 s when done).
+# Apache Kafka's jars from Maven Central into .cache/maven/ (stamped: ~0.1 s when done),
+# Go 1.26 for the franz-go clients from the Go module proxy when the machine's is older.
 clients:
 	tools/install_debian.sh
 	$(PYTHON) tools/kafka_jars.py
+	$(PYTHON) tools/go_toolchain.py
 
 # Unit and integration tests, then the compatibility suite against Apache
 # Kafka and Gregor side by side, then a short fuzz run.

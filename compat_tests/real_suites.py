@@ -53,6 +53,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+import go_toolchain  # noqa: E402  (tools/go_toolchain.py)
+
 CACHE = REPO / ".cache" / "realsuites"
 FRANZ_GO_MOD = REPO / "compat_tests" / "franz" / "go.mod"
 PREFIX = "realsuite:"
@@ -165,10 +169,10 @@ def franz_version() -> str:
 
 
 def _go() -> str:
-    go = shutil.which("go")
-    if go is None:
-        raise SuiteUnavailable("`go` is not on PATH: install Go to run franz-go's tests")
-    return go
+    try:
+        return go_toolchain.go_binary()
+    except go_toolchain.GoUnavailable as e:
+        raise SuiteUnavailable(f"no Go to build franz-go's tests with: {e}") from e
 
 
 def franz_module_dir() -> Path:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+import go_toolchain  # noqa: E402  (tools/go_toolchain.py: the machine's Go, or Go 1.26 from the proxy)
+
 SOURCE = REPO / "compat_tests" / "franz"
 BUILD_DIR = REPO / ".cache" / "franz"
 BINARY = BUILD_DIR / "franz"
@@ -37,13 +41,14 @@ def binary() -> Path:
 
 
 def build(quiet: bool = True) -> Path:
-    """Build compat_tests/franz with the machine's `go` unless the stamp matches."""
+    """Build compat_tests/franz with Go 1.26+ (tools/go_toolchain.py) unless the stamp matches."""
     want = _source_hash()
     if BINARY.exists() and STAMP.exists() and STAMP.read_text().strip() == want:
         return BINARY
-    go = shutil.which("go")
-    if go is None:
-        raise FranzBuildError("`go` is not on PATH: install Go 1.22+ to build compat_tests/franz")
+    try:
+        go = go_toolchain.go_binary()
+    except go_toolchain.GoUnavailable as e:
+        raise FranzBuildError(f"no Go to build compat_tests/franz with: {e}") from e
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [go, "build", "-trimpath", "-o", str(BINARY), "."],
