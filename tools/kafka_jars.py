@@ -38,9 +38,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-# Newest 4.x release with every artifact below on Maven Central (2026-11-21):
-# kafka_2.13 4.4.0 is on Central but depends on kafka-tools-api 4.4.0, which is
-# not (nor kafka-tools 4.4.0), so 4.4.0 cannot be resolved yet.
+# Newest 4.x release with every artifact below on Maven Central (checked
+# 2026-11-23): kafka_2.13 and kafka-tools-api 4.4.0 are there, kafka-tools 4.4.0
+# (the CLI and the Verifiable* test tools) is not, so 4.3.1 is the newest whole set.
 KAFKA_VERSION = "4.3.1"
 # Kafka 4.x logs through slf4j-api 1.7.x; log4j-slf4j-impl is the log4j2 binding for it.
 LOG4J_VERSION = "2.25.4"
