@@ -7,8 +7,10 @@ Every test must pass against Apache Kafka (tools/run_kafka.py starts one);
 compat_tests/run.py runs the suite against Kafka and Gregor side by side.
 
 The broker is expected to run with the settings of compat_tests/run.py
-(BROKER_SETTINGS): one node, auto.create.topics.enable=true, num.partitions=1,
-log.retention.check.interval.ms=1000, group.initial.rebalance.delay.ms=0.
+(BROKER_SETTINGS): one node with node.id 1 (tests check leaders, the controller
+and replication factors against it), auto.create.topics.enable=true,
+num.partitions=1, log.retention.check.interval.ms=1000,
+group.initial.rebalance.delay.ms=0, group.min.session.timeout.ms=1000.
 
 Each test uses fresh, unique topic and group names, so the suite can run again
 and again against one broker. Markers (for the report):
