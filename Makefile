@@ -10,8 +10,9 @@ FUZZ_SECONDS ?= 60
 
 install: $(STAMP)
 
-# Rebuilt when pyproject.toml changes; pip's cache keeps a second run fast.
-$(STAMP): pyproject.toml
+# Rebuilt when the package definition or its C walk changes; pip's cache keeps
+# a second run fast.
+$(STAMP): pyproject.toml setup.py wire/records/_walk.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

@@ -209,7 +209,8 @@ def check_record_offsets(
     """Kafka's inner-record check of a produced batch, without decoding records:
     the records section holds exactly `records_count` records whose offset
     deltas run 0, 1, 2, ... and nothing follows the last one. Only each
-    record's length, attributes, timestamp delta and offset delta are read.
+    record's length, attributes, timestamp delta and offset delta are read,
+    by the C walk when it was built (`_walk.c`), else by `_walk_records`.
     Returns the number of records; raises DecodeError otherwise."""
     header = read_batch_header(batch_buf, pos)
     size = LOG_OVERHEAD + header.batch_length
@@ -224,41 +225,60 @@ def check_record_offsets(
     count = header.records_count
     if count < 0 or count * MIN_RECORD_SIZE > len(section):
         raise DecodeError(f"record count {count} cannot fit in {len(section)} bytes of records")
+    problem = walk_records(section, count)
+    if problem is not None:
+        raise DecodeError(problem)
+    return count
+
+
+def _walk_records(section, count: int) -> str | None:
+    """The record walk of `check_record_offsets` in Python: None when the
+    section holds exactly `count` records with offset deltas 0, 1, 2, ...,
+    else what is wrong. The reference for `_walk.c` and its fallback."""
     buf = section if type(section) is bytes else bytes(section)
     end = len(buf)
     p = 0
     last = end - 2
-    for i in range(count):
-        # The length varint: one or two bytes inline (records up to 8 KiB).
-        if p < last and buf[p] < 0x80:
-            z = buf[p]
-            length = (z >> 1) ^ -(z & 1)
-            p += 1
-        elif p < last and buf[p + 1] < 0x80:
-            z = (buf[p] & 0x7F) | (buf[p + 1] << 7)
-            length = (z >> 1) ^ -(z & 1)
-            p += 2
-        else:
-            length, p = _read_varint_slow(buf, p, end, 5, 32)
-        record_end = p + length
-        if length < MIN_RECORD_SIZE - 1 or record_end > end:
-            raise DecodeError(f"record {i} has an impossible length {length}")
-        # Skip the attributes byte and the timestamp delta varlong.
-        q = p + 1
-        while q < record_end and buf[q] & 0x80:
+    try:
+        for i in range(count):
+            # The length varint: one or two bytes inline (records up to 8 KiB).
+            if p < last and buf[p] < 0x80:
+                z = buf[p]
+                length = (z >> 1) ^ -(z & 1)
+                p += 1
+            elif p < last and buf[p + 1] < 0x80:
+                z = (buf[p] & 0x7F) | (buf[p + 1] << 7)
+                length = (z >> 1) ^ -(z & 1)
+                p += 2
+            else:
+                length, p = _read_varint_slow(buf, p, end, 5, 32)
+            record_end = p + length
+            if length < MIN_RECORD_SIZE - 1 or record_end > end:
+                return f"record {i} has an impossible length {length}"
+            # Skip the attributes byte and the timestamp delta varlong.
+            q = p + 1
+            while q < record_end and buf[q] & 0x80:
+                q += 1
             q += 1
-        q += 1
-        if q < record_end and buf[q] < 0x80:
-            z = buf[q]
-            delta = (z >> 1) ^ -(z & 1)
-        else:
-            delta, _ = _read_varint_slow(buf, q, record_end, 5, 32)
-        if delta != i:
-            raise DecodeError(f"record {i} of the batch has offset delta {delta}")
-        p = record_end
+            if q < record_end and buf[q] < 0x80:
+                z = buf[q]
+                delta = (z >> 1) ^ -(z & 1)
+            else:
+                delta, _ = _read_varint_slow(buf, q, record_end, 5, 32)
+            if delta != i:
+                return f"record {i} of the batch has offset delta {delta}"
+            p = record_end
+    except DecodeError as e:
+        return str(e)
     if p != end:
-        raise DecodeError(f"{end - p} bytes follow the last of {count} records")
-    return count
+        return f"{end - p} bytes follow the last of {count} records"
+    return None
+
+
+try:
+    from wire.records._walk import walk_records
+except ImportError:  # the C walk was not built (no compiler): the same walk in Python
+    walk_records = _walk_records
 
 
 def iter_records_section(section, count: int) -> Iterator[Record]:
