@@ -21,6 +21,7 @@ with atheris.instrument_imports():
     from wire.errors import DecodeError
     from wire.protocol import decode_request
     from wire.records import check_record_offsets, decompress, iter_records, validate_batch
+    from wire.records.records import _walk_records, walk_records
 
 # Small, so that a bomb found by the fuzzer costs little to refuse.
 MAX_UNCOMPRESSED = 1 << 20
@@ -72,6 +73,10 @@ def _decode_records(path: int, body: bytes) -> None:
                 pass
         elif path % 4 == 2:
             check_record_offsets(body, 0, MAX_UNCOMPRESSED)
+            # The C walk and its Python reference agree on any section.
+            count = (path // 4) % 64
+            if walk_records(body, count) != _walk_records(body, count):
+                raise AssertionError("the C and Python record walks disagree")
         else:
             codec = 1 + (path // 4) % 4  # gzip, snappy, lz4, zstd
             decompress(codec, body, MAX_UNCOMPRESSED)
