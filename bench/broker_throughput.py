@@ -9,7 +9,8 @@ Measures with confluent-kafka (librdkafka):
   MB/s and records/s from the first produce() to the end of flush();
 - consume: the same records read back with assign() from offset 0;
 - end-to-end latency p50/p99 at a steady 5 MB/s (5,000 records/s of 1 KiB);
-- the broker's RSS idle and right after the load (from /proc, Gregor only);
+- the broker's RSS idle, and its peak while each load runs (sampled from /proc
+  every 20 ms by a thread, Gregor only);
 - the time from starting the broker process to its first accepted connection.
 Numbers are printed, never asserted.
 """
@@ -23,6 +24,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -40,6 +42,34 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+class PeakRss:
+    """The broker's largest RSS while the `with` block runs, sampled every 20 ms."""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.peak = float("nan")
+        self._done = threading.Event()
+
+    def __enter__(self) -> PeakRss:
+        if self.pid is not None:
+            self.peak = rss_mb(self.pid)
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.02):
+            self.peak = max(self.peak, rss_mb(self.pid))
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        if self.pid is not None:
+            self._thread.join()
+
+    def __str__(self) -> str:
+        return f"{self.peak:.1f} MB"
 
 
 def free_port() -> int:
@@ -209,32 +239,35 @@ def main() -> None:
             print(f"start-up to first accepted connection: {startup * 1000:.0f} ms")
             time.sleep(1)
             print(f"broker RSS idle: {rss_mb(proc.pid):.1f} MB")
+        pid = proc.pid if proc else None
         try:
             mb = args.records * RECORD_SIZE / 1e6
             for compression in ("none", "lz4"):
                 topic = f"bench-{compression}-{uuid.uuid4().hex[:8]}"
                 create_topic(bootstrap, topic)
-                p = produce(bootstrap, topic, args.records, compression)
+                with PeakRss(pid) as peak:
+                    p = produce(bootstrap, topic, args.records, compression)
                 print(
                     f"produce {compression:5}: {args.records:,} x {RECORD_SIZE} B in {p:.2f} s = "
                     f"{mb / p:.1f} MB/s, {args.records / p:,.0f} records/s"
+                    + (f"; broker peak RSS {peak}" if proc else "")
                 )
-                if proc:
-                    print(f"broker RSS after produce: {rss_mb(proc.pid):.1f} MB")
-                c = consume(bootstrap, topic, args.records)
+                with PeakRss(pid) as peak:
+                    c = consume(bootstrap, topic, args.records)
                 print(
                     f"consume {compression:5}: {args.records:,} records in {c:.2f} s = "
                     f"{mb / c:.1f} MB/s, {args.records / c:,.0f} records/s"
+                    + (f"; broker peak RSS {peak}" if proc else "")
                 )
             if not args.skip_latency:
                 topic = f"bench-latency-{uuid.uuid4().hex[:8]}"
                 create_topic(bootstrap, topic)
-                p50, p99, n = latency(bootstrap, topic, args.latency_seconds, 5_000_000)
+                with PeakRss(pid) as peak:
+                    p50, p99, n = latency(bootstrap, topic, args.latency_seconds, 5_000_000)
                 print(
                     f"end-to-end latency at 5 MB/s: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({n:,} records)"
+                    + (f"; broker peak RSS {peak}" if proc else "")
                 )
-                if proc:
-                    print(f"broker RSS under load: {rss_mb(proc.pid):.1f} MB")
         finally:
             if proc:
                 proc.terminate()
