@@ -53,6 +53,23 @@ def test_every_version_round_trips_in_both_forms(api, direction, version):
 
 
 @pytest.mark.parametrize("api,direction,version", CASES)
+def test_every_version_refuses_truncation_and_trailing_bytes_in_both_forms(api, direction, version):
+    """A reader given the whole body, every (or a sample of) shorter prefix, and
+    the body with a byte after it: only the whole body decodes."""
+    message = getattr(api, direction)
+    forms = [message_codec(message, version, compiled=c) for c in (True, False)]
+    rnd = random.Random(f"cut/{api.key}/{direction}/{version}")
+    data = forms[0].encode(sample(forms[0].root, rnd))
+    cuts = range(len(data)) if len(data) <= 64 else rnd.sample(range(len(data)), 64)
+    for codec in forms:
+        for cut in cuts:
+            with pytest.raises(DecodeError):
+                codec.decode(data[:cut])
+        with pytest.raises(DecodeError, match="left over"):
+            codec.decode(data + b"\x00")
+
+
+@pytest.mark.parametrize("api,direction,version", CASES)
 def test_empty_body_encodes_defaults_and_decodes_them(api, direction, version):
     codec = message_codec(getattr(api, direction), version)
     data = codec.encode({})
