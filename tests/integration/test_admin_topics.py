@@ -559,3 +559,15 @@ def test_kafka_topics_tool_reports_kafkas_errors(broker):
     assert "The topic cli-twice currently has 2 partition(s); 1 would not be an increase." in (
         shrink.stdout
     )
+
+
+def test_auto_created_topics_get_num_partitions(gregor_factory):
+    from confluent_kafka import Producer
+
+    broker = gregor_factory({"num.partitions": 3})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    # librdkafka asks Metadata for the topic (auto-creating it), then produces.
+    producer.produce("auto-three", value=b"v")
+    assert producer.flush(20) == 0
+    topic = producer.list_topics("auto-three", timeout=20).topics["auto-three"]
+    assert sorted(topic.partitions) == [0, 1, 2]

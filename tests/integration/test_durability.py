@@ -390,3 +390,47 @@ def test_kafka_dump_log_segments_reads_gregors_segments_indexes_and_snapshots(gr
         flags=re.M,
     )
     assert producer_lines[-1][2:] == ("200", "200")
+
+
+# --- the log start offset and segment rolls, through a real broker -----------------
+
+
+def test_log_start_offset_moved_by_delete_records_survives_a_restart(gregor):
+    from confluent_kafka import TopicPartition as TP
+
+    create_topic(gregor.bootstrap, "trimmed")
+    acked = _produce_acknowledged(gregor.bootstrap, "trimmed", 1, 40, acks=1)
+    admin = AdminClient({"bootstrap.servers": gregor.bootstrap})
+    (result,) = admin.delete_records([TP("trimmed", 0, 25)], request_timeout=TIMEOUT).values()
+    assert result.result(TIMEOUT).low_watermark == 25
+    assert gregor.stop() == 0, gregor.log()
+    gregor.start()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": gregor.bootstrap,
+            "group.id": "gregor-tests",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        assert consumer.get_watermark_offsets(TP("trimmed", 0), timeout=TIMEOUT) == (25, 40)
+        consumer.assign([TP("trimmed", 0, OFFSET_BEGINNING)])
+        msg = consumer.poll(TIMEOUT)
+        assert msg is not None and msg.error() is None
+        # The first record left is the one acknowledged at offset 25.
+        assert (msg.offset(), msg.key(), msg.value()) == (25, *acked[(0, 25)][:2])
+    finally:
+        consumer.close()
+
+
+def test_segment_ms_rolls_a_new_segment_on_the_next_append(gregor):
+    create_topic(gregor.bootstrap, "rolling", config={"segment.ms": "300"})
+    directory = Path(gregor.data_dir) / "rolling-0"
+    producer = Producer({"bootstrap.servers": gregor.bootstrap, "linger.ms": 0})
+    for i in range(3):
+        producer.produce("rolling", value=f"r{i}".encode(), partition=0)
+        assert producer.flush(TIMEOUT) == 0
+        time.sleep(0.6)
+    segments = sorted(p.name for p in directory.glob("*.log"))
+    assert segments == [f"{offset:020d}.log" for offset in range(3)]
+    assert [r[2] for r in read_partition(gregor.bootstrap, "rolling", 0)] == [b"r0", b"r1", b"r2"]
