@@ -75,8 +75,12 @@ class ClusterImage:
 
 
 def new_cluster_id() -> str:
-    """Kafka's cluster ids are base64url uuids without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """Kafka's cluster ids are base64url uuids without padding (22 chars).
+
+    Like Kafka's `Uuid.randomUuid`, never one starting with "-", which a
+    command line (`kafka-storage format -t <id>`) would read as an option.
+    """
+    return base64.urlsafe_b64encode(_new_topic_id().bytes).rstrip(b"=").decode()
 
 
 class MetadataStore(Protocol):

@@ -80,8 +80,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def random_cluster_id() -> str:
-    """A Kafka cluster id: a random UUID, base64url without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: a random UUID, base64url without padding (22 characters).
+
+    Never one starting with "-" (Kafka's `Uuid.randomUuid` rule): `kafka-storage
+    format -t -abc...` reads it as an option and refuses to format.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 # --- a minimal Kafka protocol probe (stdlib only) ---------------------------------
