@@ -208,6 +208,30 @@ class ClusterMetadata:
             self.image.brokers[info.node_id] = info
             self._commit()
 
+    def rejoin(self) -> None:
+        """This node starts again: lead its partitions under new leader epochs.
+
+        A single node is its own controller, so it does what a KRaft
+        controller does when a partition's only replica comes back: the
+        previous incarnation is fenced (no leader, epoch + 1) and the new one
+        elected (epoch + 1). Apache Kafka 4.3 shows the same two epochs per
+        restart, clean or after kill -9. New epochs let clients and, later,
+        followers tell the data of one incarnation from the next
+        (OffsetForLeaderEpoch, FENCED_LEADER_EPOCH on a stale fetch).
+        """
+        changed = False
+        for topic in self.image.topics.values():
+            for p in topic.partitions.values():
+                if self.node_id not in p.replicas or p.leader not in (self.node_id, -1):
+                    continue
+                steps = 2 if p.leader == self.node_id else 1
+                p.leader = self.node_id
+                p.leader_epoch += steps
+                p.partition_epoch += steps
+                changed = True
+        if changed:
+            self._commit()
+
     def create_topic(
         self,
         name: str,

@@ -13,10 +13,15 @@ with their own deadlines.
 
 from __future__ import annotations
 
+import logging
+
 import trio
 
 from broker.cluster import PartitionInfo, TopicInfo
 from logstore import AppendInfo, Log, ReadResult
+from logstore.errors import LogStorageError
+
+logger = logging.getLogger(__name__)
 
 
 class Partition:
@@ -36,7 +41,20 @@ class Partition:
         self.high_watermark = log.log_end_offset
         self._changed = trio.Event()
         if self.is_leader and log.latest_epoch != self.leader_epoch:
-            log.assign_epoch_start_offset(self.leader_epoch)
+            self._record_epoch_start()
+
+    def _record_epoch_start(self) -> None:
+        """A new leader epoch starts at the log end, as a new leader records it.
+
+        On a full or failing disk the checkpoint cannot be written: the epoch
+        is kept in memory and written when the log is closed or next changes
+        epochs, while the partition goes on serving what it has (appends there
+        fail with KAFKA_STORAGE_ERROR as any write would). Refusing to start
+        would hide every record on the other log dirs too."""
+        try:
+            self.log.assign_epoch_start_offset(self.leader_epoch)
+        except LogStorageError as e:
+            logger.warning("%r: leader epoch checkpoint not written: %s", self, e)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch})"

@@ -64,6 +64,7 @@ class Broker:
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self.cluster.rejoin()
             self.replicas.open_all()
             listeners = []
             for name, host, port in self.config.listeners:
