@@ -96,9 +96,10 @@ class GroupRuntime:
         self._tokens = itertools.count(1)
         # token -> [event, response]; the Reply for the token fills it in.
         self._waiting: dict[int, list] = {}
-        # Persists waiting for the high watermark, per partition, in order:
-        # (write id, offset the high watermark must reach, deadline).
-        self._unreplicated: dict[int, collections.deque] = {}
+        # Persists waiting for an fsync or the high watermark, per partition, in
+        # order: (write id, offset the high watermark must reach, deadline,
+        # whether flush.messages asks for an fsync first).
+        self._unconfirmed: dict[int, collections.deque] = {}
         self._timer_changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._loading: set[int] = set()
@@ -222,7 +223,7 @@ class GroupRuntime:
         """This broker no longer leads __consumer_offsets-`index`."""
         self._loading.discard(index)
         self._execute(self.coordinator.unload(index, now_ms()))
-        self._unreplicated.pop(index, None)
+        self._unconfirmed.pop(index, None)
 
     def topic_deleted(self, topic: TopicInfo) -> None:
         """`topic` is gone: groups forget their offsets for it (tombstones)."""
@@ -277,33 +278,43 @@ class GroupRuntime:
         except LogError as e:
             log.warning("writing to %r failed: %s", partition, e)
             return self.coordinator.persisted(action.write_id, now_ms(), e.error_code)
-        pending = self._unreplicated.get(action.partition)
-        if not pending and partition.high_watermark >= info.next_offset:
+        pending = self._unconfirmed.get(action.partition)
+        # flush.messages: as for a client's produce, Kafka fsyncs inside the
+        # append that reaches the count, before the commit is answered.
+        flush = partition.log.message_count_flush_due()
+        if not pending and not flush and partition.high_watermark >= info.next_offset:
             return self.coordinator.persisted(action.write_id, now_ms())
-        # Wait for the in-sync replicas, in write order for this partition.
+        # Wait for the fsync and the in-sync replicas, in write order for this partition.
         deadline = trio.current_time() + self.config["offsets.commit.timeout.ms"] / 1000
         if pending is None:
-            pending = self._unreplicated[action.partition] = collections.deque()
-        pending.append((action.write_id, info.next_offset, deadline))
+            pending = self._unconfirmed[action.partition] = collections.deque()
+        pending.append((action.write_id, info.next_offset, deadline, flush))
         if len(pending) == 1:
-            self._nursery.start_soon(self._await_replication, action.partition, partition)
+            self._nursery.start_soon(self._confirm_writes, action.partition, partition)
         return []
 
-    async def _await_replication(self, index: int, partition: Partition) -> None:
-        pending = self._unreplicated.get(index)
+    async def _confirm_writes(self, index: int, partition: Partition) -> None:
+        """Answer one partition's pending writes in write order, each once it is
+        fsynced (when flush.messages asks) and covered by the high watermark."""
+        pending = self._unconfirmed.get(index)
         while pending:
-            write_id, offset, deadline = pending[0]
-            with trio.move_on_at(deadline):
-                while partition.high_watermark < offset:
-                    await partition.wait_for_change()
-            error = (
-                ErrorCode.NONE
-                if partition.high_watermark >= offset
-                else (ErrorCode.REQUEST_TIMED_OUT)
-            )
+            write_id, offset, deadline, flush = pending[0]
+            error = ErrorCode.NONE
+            if flush:
+                try:
+                    await partition.flush_if_message_count_due()
+                except LogError as e:
+                    log.warning("flushing %r after a group write failed: %s", partition, e)
+                    error = ErrorCode(e.error_code)
+            if not error:
+                with trio.move_on_at(deadline):
+                    while partition.high_watermark < offset:
+                        await partition.wait_for_change()
+                if partition.high_watermark < offset:
+                    error = ErrorCode.REQUEST_TIMED_OUT
             pending.popleft()
             self._execute(self.coordinator.persisted(write_id, now_ms(), error))
-        self._unreplicated.pop(index, None)
+        self._unconfirmed.pop(index, None)
 
     async def _run_timers(self) -> None:
         while True:

@@ -399,6 +399,71 @@ def test_flush_messages_fsyncs_inside_the_append_before_answering(tmp_path, monk
     assert seen["bystander fetch"] == [b"b"]
 
 
+def _commit(client, group, topic, offset):
+    body = {
+        "group_id": group,
+        "member_id": "",
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}
+                ],
+            }
+        ],
+    }
+    response = client.call(ApiKey.OFFSET_COMMIT, 8, body)
+    return response.topics[0].partitions[0].error_code
+
+
+def _group_flush_scenario(broker, port, failing_dirs):
+    seen = {}
+    with RawClient(port) as client:
+        ensure_topic(client, "committed")
+        # The first FindCoordinator creates __consumer_offsets and loads it.
+        assert _wait(
+            lambda: (
+                client.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}).error_code
+                == ErrorCode.NONE
+            )
+        )
+        offsets = broker.replicas.get("__consumer_offsets", 0)
+        seen["commit"] = _commit(client, "g", "committed", 5)
+        # No periodic flusher runs: only the commit's own append can have fsynced.
+        seen["offsets log unflushed when answered"] = offsets.log.unflushed_messages
+        failing_dirs.add(offsets.log.dir)
+        seen["commit on a failing disk"] = _commit(client, "g", "committed", 6)
+        fetched = client.call(
+            ApiKey.OFFSET_FETCH,
+            7,
+            {"group_id": "g", "topics": [{"name": "committed", "partition_indexes": [0]}]},
+        )
+        seen["offset fetched"] = fetched.topics[0].partitions[0].committed_offset
+        seen["bystander produce"] = produce(client, "committed", batch([b"b"])).error_code
+    assert_serves_requests(port)
+    return seen
+
+
+def test_flush_messages_fsyncs_a_group_commit_before_answering(tmp_path, monkeypatch):
+    """log.flush.interval.messages=1 applies to __consumer_offsets too: the
+    commit is fsynced before it is answered, and a failing fsync fails the
+    commit (NOT_COORDINATOR, Kafka 4's answer for a storage error of the
+    coordinator's log) without recording it."""
+    seen, _ = _run_in_process_broker(
+        tmp_path,
+        monkeypatch,
+        _group_flush_scenario,
+        flush_policy={"log.flush.interval.messages": 1, "offsets.topic.num.partitions": 1},
+    )
+    assert seen == {
+        "commit": ErrorCode.NONE,
+        "offsets log unflushed when answered": 0,
+        "commit on a failing disk": ErrorCode.NOT_COORDINATOR,
+        "offset fetched": 5,
+        "bystander produce": ErrorCode.NONE,
+    }
+
+
 def _list_offsets_error(client, topic):
     response = client.call(
         ApiKey.LIST_OFFSETS,
