@@ -47,10 +47,10 @@ class Partition:
         """A new leader epoch starts at the log end, as a new leader records it.
 
         On a full or failing disk the checkpoint cannot be written: the epoch
-        is kept in memory and written when the log is closed or next changes
-        epochs, while the partition goes on serving what it has (appends there
-        fail with KAFKA_STORAGE_ERROR as any write would). Refusing to start
-        would hide every record on the other log dirs too."""
+        is kept in memory and the first append under it writes the checkpoint
+        before its data (failing with KAFKA_STORAGE_ERROR while the disk is
+        full), while the partition goes on serving what it has. Refusing to
+        start would hide every record on the other log dirs too."""
         try:
             self.log.assign_epoch_start_offset(self.leader_epoch)
         except LogStorageError as e:

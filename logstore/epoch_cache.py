@@ -42,6 +42,7 @@ class LeaderEpochCache:
         for e in entries:
             self._put(EpochEntry(*e))
         self._dirty = False  # written but not fsynced
+        self._unwritten = False  # changed, but the last write failed (a full disk)
 
     @classmethod
     def load(cls, path: str) -> LeaderEpochCache:
@@ -106,6 +107,8 @@ class LeaderEpochCache:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         if self._epochs and self._epochs[-1] == epoch and self._starts[-1] <= start_offset:
+            if self._unwritten:
+                self._write()  # the entry is known; the disk refused it before
             return False
         removed = []
         while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
@@ -163,16 +166,15 @@ class LeaderEpochCache:
     # --- persistence ----------------------------------------------------------------
 
     def _write(self) -> None:
-        if self.path is None:
-            return
-        write_leader_epoch_checkpoint(self.path, self.entries(), fsync=False)
-        self._dirty = True
+        self.write(fsync=False)
 
     def write(self, *, fsync: bool) -> None:
         """Write the checkpoint now (fsync=True blocks on the disk)."""
         if self.path is None:
             return
+        self._unwritten = True
         write_leader_epoch_checkpoint(self.path, self.entries(), fsync=fsync)
+        self._unwritten = False
         self._dirty = not fsync
 
     @property

@@ -338,9 +338,11 @@ class Log:
             for pos, h in assigned:
                 set_base_offset(buf, h.base_offset, pos)
                 set_partition_leader_epoch(buf, leader_epoch, pos)
-            info = self._append_unit(buf, assigned)
             if leader_epoch >= 0:
-                self.epochs.assign(leader_epoch, info.first_offset)
+                # Before the data, as Kafka does: a checkpoint the disk refuses
+                # fails the append while nothing of it is in the log.
+                self.epochs.assign(leader_epoch, assigned[0][1].base_offset)
+            info = self._append_unit(buf, assigned)
             self.producers.apply(pending, info.next_offset)
             return info
 

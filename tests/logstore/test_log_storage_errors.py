@@ -158,3 +158,62 @@ def test_full_disk_while_writing_an_index_entry_undoes_the_whole_append(tmp_path
         assert all_offsets(reopened) == [0, 1]
         reopened.close()
         shutil.rmtree(disk / "t-0")
+
+
+def _fill_every_free_page(path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError) as full:
+            while True:
+                os.write(fd, b"\xaa" * 512)
+    finally:
+        os.close(fd)
+    assert full.value.errno == errno.ENOSPC
+
+
+def test_a_new_leader_epoch_the_disk_cannot_checkpoint_fails_the_append_before_its_data(tmp_path):
+    # As Kafka does, the epoch's start is recorded before the batch is written:
+    # a producer told KAFKA_STORAGE_ERROR must find nothing of its batch in the
+    # log, or its retry would be a second copy.
+    with tiny_tmpfs(tmp_path / "disk", size="64k") as disk:
+        log = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
+        log.append(batch(1, value_size=500), 0)
+        _fill_every_free_page(disk / "ballast")
+        # The batch fits the log file's last page; the checkpoint of epoch 1
+        # is a new file, which needs a page the disk cannot give.
+        with pytest.raises(LogStorageError) as e:
+            log.append(batch(1, value_size=500), 1)
+        assert e.value.errno == errno.ENOSPC
+        assert log.log_end_offset == 1 and all_offsets(log) == [0]
+        assert os.path.getsize(log.active_segment.log_path) == log.active_segment.size
+        (disk / "ballast").unlink()
+        assert log.append(batch(1, value_size=500), 1).first_offset == 1
+        log.close()
+        reopened = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
+        assert all_offsets(reopened) == [0, 1]
+        assert [tuple(e) for e in reopened.epoch_entries()] == [(0, 0), (1, 1)]
+        reopened.close()
+        shutil.rmtree(disk / "t-0")
+
+
+def test_a_leader_epoch_assigned_on_a_full_disk_is_written_by_the_next_append(tmp_path):
+    # A restarted leader records its new epoch at the log end before any
+    # append; on a full disk that stays in memory (the epoch is still
+    # answered) and the first append under it writes the checkpoint.
+    with tiny_tmpfs(tmp_path / "disk", size="64k") as disk:
+        log = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
+        log.append(batch(2, value_size=500), 0)
+        _fill_every_free_page(disk / "ballast")
+        with pytest.raises(LogStorageError):
+            log.assign_epoch_start_offset(2)
+        assert log.end_offset_for_epoch(2) == (2, 2)
+        assert log.end_offset_for_epoch(0) == (0, 2)
+        with pytest.raises(LogStorageError):
+            log.append(batch(1, value_size=100), 2)
+        assert log.log_end_offset == 2
+        (disk / "ballast").unlink()
+        assert log.append(batch(1, value_size=100), 2).first_offset == 2
+        checkpoint = (disk / "t-0" / "leader-epoch-checkpoint").read_text()
+        assert checkpoint.split("\n") == ["0", "2", "0 0", "2 2", ""]
+        log.close()
+        shutil.rmtree(disk / "t-0")
