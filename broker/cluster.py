@@ -74,13 +74,20 @@ class ClusterImage:
         return None
 
 
-def new_cluster_id() -> str:
-    """Kafka's cluster ids are base64url uuids without padding (22 chars).
+def random_uuid() -> uuid.UUID:
+    """A random uuid as Kafka's `Uuid.randomUuid` makes them, for topic and
+    cluster ids: never one whose base64 starts with "-", which a command line
+    (`kafka-storage format -t <id>`, `kafka-topics --topic-id`) would read as
+    an option."""
+    while True:
+        value = uuid.uuid4()
+        if not base64.urlsafe_b64encode(value.bytes).startswith(b"-"):
+            return value
 
-    Like Kafka's `Uuid.randomUuid`, never one starting with "-", which a
-    command line (`kafka-storage format -t <id>`) would read as an option.
-    """
-    return base64.urlsafe_b64encode(_new_topic_id().bytes).rstrip(b"=").decode()
+
+def new_cluster_id() -> str:
+    """Kafka's cluster ids are base64url uuids without padding (22 chars)."""
+    return base64.urlsafe_b64encode(random_uuid().bytes).rstrip(b"=").decode()
 
 
 class MetadataStore(Protocol):
@@ -219,17 +226,16 @@ class ClusterMetadata:
         followers tell the data of one incarnation from the next
         (OffsetForLeaderEpoch, FENCED_LEADER_EPOCH on a stale fetch).
         """
-        changed = False
-        for topic in self.image.topics.values():
-            for p in topic.partitions.values():
-                if self.node_id not in p.replicas or p.leader not in (self.node_id, -1):
-                    continue
-                steps = 2 if p.leader == self.node_id else 1
-                p.leader = self.node_id
-                p.leader_epoch += steps
-                p.partition_epoch += steps
-                changed = True
-        if changed:
+        led = [
+            p
+            for topic in self.image.topics.values()
+            for p in topic.partitions.values()
+            if p.leader == self.node_id
+        ]
+        for p in led:
+            p.leader_epoch += 2
+            p.partition_epoch += 2
+        if led:
             self._commit()
 
     def create_topic(
@@ -243,7 +249,7 @@ class ClusterMetadata:
             raise TopicExists(name)
         topic = TopicInfo(
             name=name,
-            topic_id=topic_id or _new_topic_id(),
+            topic_id=topic_id or random_uuid(),
             partitions={
                 i: PartitionInfo(index=i, replicas=list(r), leader=r[0], isr=list(r))
                 for i, r in assignments.items()
@@ -307,11 +313,3 @@ class ClusterMetadata:
         pid = self._producer_ids[0]
         self._producer_ids = self._producer_ids[1:]
         return pid
-
-
-def _new_topic_id() -> uuid.UUID:
-    # Kafka never hands out the zero uuid or the one whose base64 starts with "-".
-    while True:
-        tid = uuid.uuid4()
-        if not base64.urlsafe_b64encode(tid.bytes).startswith(b"-"):
-            return tid

@@ -19,6 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+from broker.cluster import random_uuid
 from broker.config import ConfigSource
 from broker.registry import handles
 from broker.topic_config import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, TopicConfig
@@ -116,7 +117,7 @@ async def create_topics(ctx, request):
                 placed = broker.topics.check_create(
                     name, t.num_partitions, t.replication_factor, assignments, configs
                 )
-                topic_id = uuid.uuid4()
+                topic_id = random_uuid()
             else:
                 topic = broker.topics.create(
                     name, t.num_partitions, t.replication_factor, assignments, configs
