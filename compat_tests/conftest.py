@@ -24,6 +24,7 @@ for the Java tools), never on Gregor's packages.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -85,8 +86,6 @@ class _ResultWriter:
         self.state: dict[str, dict] = {}
 
     def pytest_collection_modifyitems(self, items):
-        import json
-
         for item in items:
             client = item.get_closest_marker("client")
             api = item.get_closest_marker("api")
@@ -117,8 +116,6 @@ class _ResultWriter:
             st["message"] = _short_message(report)
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        import json
-
         st = self.state.pop(nodeid, {"outcome": "passed", "message": "", "duration": 0.0})
         row = {"id": nodeid, **self.meta.get(nodeid, {}), **st}
         row["duration"] = round(row["duration"], 2)

@@ -16,6 +16,7 @@ from tests.integration.test_bad_input import (
     RawClient,
     batch,
     ensure_topic,
+    fetch_body,
     fetch_values,
     produce,
 )
@@ -86,20 +87,7 @@ def test_signal_answers_the_long_poll_in_flight_then_exits_0(tmp_path, sig):
             correlation_id = client.send(
                 ApiKey.FETCH,
                 12,
-                {
-                    "replica_id": -1,
-                    "max_wait_ms": 60_000,
-                    "min_bytes": 1,
-                    "max_bytes": 1 << 20,
-                    "topics": [
-                        {
-                            "topic": "waiting",
-                            "partitions": [
-                                {"partition": 0, "fetch_offset": 1, "partition_max_bytes": 1 << 20}
-                            ],
-                        }
-                    ],
-                },
+                {**fetch_body("waiting", offset=1), "max_wait_ms": 60_000, "min_bytes": 1},
             )
             time.sleep(0.5)  # the Fetch is parked in the broker
             broker.proc.send_signal(sig)

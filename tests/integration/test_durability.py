@@ -397,12 +397,12 @@ def test_kafka_dump_log_segments_reads_gregors_segments_indexes_and_snapshots(gr
 
 
 def test_log_start_offset_moved_by_delete_records_survives_a_restart(gregor):
-    from confluent_kafka import TopicPartition as TP
-
     create_topic(gregor.bootstrap, "trimmed")
     acked = _produce_acknowledged(gregor.bootstrap, "trimmed", 1, 40, acks=1)
     admin = AdminClient({"bootstrap.servers": gregor.bootstrap})
-    (result,) = admin.delete_records([TP("trimmed", 0, 25)], request_timeout=TIMEOUT).values()
+    (result,) = admin.delete_records(
+        [TopicPartition("trimmed", 0, 25)], request_timeout=TIMEOUT
+    ).values()
     assert result.result(TIMEOUT).low_watermark == 25
     assert gregor.stop() == 0, gregor.log()
     gregor.start()
@@ -414,8 +414,11 @@ def test_log_start_offset_moved_by_delete_records_survives_a_restart(gregor):
         }
     )
     try:
-        assert consumer.get_watermark_offsets(TP("trimmed", 0), timeout=TIMEOUT) == (25, 40)
-        consumer.assign([TP("trimmed", 0, OFFSET_BEGINNING)])
+        assert consumer.get_watermark_offsets(TopicPartition("trimmed", 0), timeout=TIMEOUT) == (
+            25,
+            40,
+        )
+        consumer.assign([TopicPartition("trimmed", 0, OFFSET_BEGINNING)])
         msg = consumer.poll(TIMEOUT)
         assert msg is not None and msg.error() is None
         # The first record left is the one acknowledged at offset 25.
@@ -515,15 +518,14 @@ def test_a_consumer_reads_on_across_a_restart_and_its_new_leader_epoch(gregor):
             for v in values:
                 producer.produce("epochs-live", value=v, partition=0)
             assert producer.flush(TIMEOUT) == 0
+            wanted = len(got) + len(values)
             deadline = time.monotonic() + 3 * TIMEOUT
-            while len(got) < expected_count[0] + len(values):
+            while len(got) < wanted:
                 assert time.monotonic() < deadline, got
                 msg = consumer.poll(0.5)
                 if msg is not None and msg.error() is None:
                     got.append((msg.offset(), msg.value()))
-            expected_count[0] += len(values)
 
-        expected_count = [0]
         produce_and_read([b"a", b"b"])
         assert gregor.stop() == 0
         gregor.start()

@@ -128,20 +128,24 @@ def test_full_disk_append_raises_storage_error_and_leaves_log_consistent(tmp_pat
         shutil.rmtree(disk / "t-0")
 
 
+def _fill_every_free_page(path) -> None:
+    """Write `path` until the disk has no page left (ENOSPC)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(OSError) as full:
+            while True:
+                os.write(fd, b"\xaa" * 512)
+    finally:
+        os.close(fd)
+    assert full.value.errno == errno.ENOSPC
+
+
 def test_full_disk_while_writing_an_index_entry_undoes_the_whole_append(tmp_path):
     with tiny_tmpfs(tmp_path / "disk", size="64k") as disk:
         cfg = LogConfig(segment_index_bytes=4096, index_interval_bytes=0)
         log = open_log(disk / "t-0", cfg, FakeClock())
         log.append(batch(1, value_size=500), 0)  # not indexed: the first batch never is
-        # Fill every free page of the disk.
-        fd = os.open(disk / "ballast", os.O_WRONLY | os.O_CREAT)
-        try:
-            with pytest.raises(OSError) as full:
-                while True:
-                    os.write(fd, b"\xaa" * 512)
-        finally:
-            os.close(fd)
-        assert full.value.errno == errno.ENOSPC
+        _fill_every_free_page(disk / "ballast")
         # The next batch fits the log file's last page; its index entry needs a
         # page of the (sparse) index file that the disk cannot give.
         with pytest.raises(LogStorageError) as e:
@@ -158,17 +162,6 @@ def test_full_disk_while_writing_an_index_entry_undoes_the_whole_append(tmp_path
         assert all_offsets(reopened) == [0, 1]
         reopened.close()
         shutil.rmtree(disk / "t-0")
-
-
-def _fill_every_free_page(path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
-    try:
-        with pytest.raises(OSError) as full:
-            while True:
-                os.write(fd, b"\xaa" * 512)
-    finally:
-        os.close(fd)
-    assert full.value.errno == errno.ENOSPC
 
 
 def test_a_new_leader_epoch_the_disk_cannot_checkpoint_fails_the_append_before_its_data(tmp_path):

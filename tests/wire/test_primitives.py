@@ -42,48 +42,42 @@ def decode_all(read, data: bytes):
     return value
 
 
+VARINTS = {
+    "varint": (write_varint, read_varint),
+    "varlong": (write_varlong, read_varlong),
+    "uvarint": (write_uvarint, read_uvarint),
+}
+
+
 @pytest.mark.parametrize(
-    "value, hex_bytes",
+    "codec, value, hex_bytes",
     [
-        (0, "00"),
-        (-1, "01"),
-        (1, "02"),
-        (-2, "03"),
-        (63, "7e"),
-        (-64, "7f"),
-        (64, "8001"),
-        (INT32[1], "feffffff0f"),
-        (INT32[0], "ffffffff0f"),
+        ("varint", 0, "00"),
+        ("varint", -1, "01"),
+        ("varint", 1, "02"),
+        ("varint", -2, "03"),
+        ("varint", 63, "7e"),
+        ("varint", -64, "7f"),
+        ("varint", 64, "8001"),
+        ("varint", INT32[1], "feffffff0f"),
+        ("varint", INT32[0], "ffffffff0f"),
+        ("varlong", 0, "00"),
+        ("varlong", -1, "01"),
+        ("varlong", 1, "02"),
+        ("varlong", INT32[1] + 1, "8080808010"),
+        ("varlong", INT64[1], "feffffffffffffffff01"),
+        ("varlong", INT64[0], "ffffffffffffffffff01"),
+        ("uvarint", 0, "00"),
+        ("uvarint", 127, "7f"),
+        ("uvarint", 128, "8001"),
+        ("uvarint", 300, "ac02"),
+        ("uvarint", 2**32 - 1, "ffffffff0f"),
     ],
 )
-def test_zigzag_varint_golden_bytes(value, hex_bytes):
-    assert encode(write_varint, value).hex() == hex_bytes
-    assert decode_all(read_varint, bytes.fromhex(hex_bytes)) == value
-
-
-@pytest.mark.parametrize(
-    "value, hex_bytes",
-    [
-        (0, "00"),
-        (-1, "01"),
-        (1, "02"),
-        (INT32[1] + 1, "8080808010"),
-        (INT64[1], "feffffffffffffffff01"),
-        (INT64[0], "ffffffffffffffffff01"),
-    ],
-)
-def test_zigzag_varlong_golden_bytes(value, hex_bytes):
-    assert encode(write_varlong, value).hex() == hex_bytes
-    assert decode_all(read_varlong, bytes.fromhex(hex_bytes)) == value
-
-
-@pytest.mark.parametrize(
-    "value, hex_bytes",
-    [(0, "00"), (127, "7f"), (128, "8001"), (300, "ac02"), (2**32 - 1, "ffffffff0f")],
-)
-def test_unsigned_varint_golden_bytes(value, hex_bytes):
-    assert encode(write_uvarint, value).hex() == hex_bytes
-    assert decode_all(read_uvarint, bytes.fromhex(hex_bytes)) == value
+def test_varint_golden_bytes(codec, value, hex_bytes):
+    write, read = VARINTS[codec]
+    assert encode(write, value).hex() == hex_bytes
+    assert decode_all(read, bytes.fromhex(hex_bytes)) == value
 
 
 @given(st.integers(*INT32))
