@@ -586,8 +586,8 @@ def verdict(cells: dict[str, dict | None], known: str | None) -> tuple[str, bool
     return "ok", False
 
 
-def render(runs: list[SuitesRun], known: list[tuple[str, str]]) -> tuple[str, str, int]:
-    """(terminal text, markdown section, number of failures of the run)."""
+def render(runs: list[SuitesRun], known: list[tuple[str, str]]) -> tuple[str, str, list[str]]:
+    """(terminal text, markdown section, one line per failure of the run)."""
     names = [r.name for r in runs]
     ids: list[str] = []
     for run in runs:
@@ -698,7 +698,7 @@ def render(runs: list[SuitesRun], known: list[tuple[str, str]]) -> tuple[str, st
     for what, why in NOT_RUN:
         md.append(f"- `{what}`: {why}")
     md.append("")
-    return "\n".join(term), "\n".join(md), len(problems)
+    return "\n".join(term), "\n".join(md), [f"{text}: {t}" for t, _c, text in problems]
 
 
 def _safe(fn) -> str:

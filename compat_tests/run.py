@@ -324,8 +324,8 @@ def meta_of(cells: dict) -> tuple[str, str]:
     return "?", ""
 
 
-def render(runs, rows, known, info) -> tuple[str, str, int]:
-    """(terminal text, markdown report, number of unexpected results)."""
+def render(runs, rows, known, info) -> tuple[str, str, list[str]]:
+    """(terminal text, markdown report, one line per unexpected result)."""
     names = [r.name for r in runs]
     table = []
     problems = []
@@ -430,7 +430,7 @@ def render(runs, rows, known, info) -> tuple[str, str, int]:
     for sid, client, api, outcomes, text in table:
         md.append(f"| `{sid}` | {client} | {api} | " + " | ".join(outcomes) + f" | {text} |")
     md.append("")
-    return "\n".join(term), "\n".join(md), len(problems)
+    return "\n".join(term), "\n".join(md), [f"{text}: {short_id(n)}" for n, _c, text in problems]
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -618,10 +618,9 @@ def main(argv: list[str] | None = None) -> int:
         # 0: all passed, 1: some failed (the matrix says which); anything else
         # (interrupted, internal error, usage) means results may be missing.
         if run.returncode not in (0, 1):
-            term += (
-                f"\ncompat: pytest against {run.name} exited {run.returncode}; see {run.log_path}"
+            problems.append(
+                f"pytest against {run.name} exited {run.returncode}; see {run.log_path}"
             )
-            problems += 1
     if suite_runs:
         suite_term, suite_md, suite_problems = real_suites.render(suite_runs, known)
         term += "\n" + suite_term
@@ -631,8 +630,15 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.report).write_text(md)
     print(f"compat: report written to {os.path.relpath(args.report, os.getcwd())}")
     if not rows:
+        print("compat: FAILED: no test produced a result", file=sys.stderr)
         return 1
-    return 1 if problems else 0
+    if problems:
+        # Repeated last, so that the tail of a CI log names what failed the run.
+        print(f"compat: FAILED: {len(problems)} unexpected results:", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
