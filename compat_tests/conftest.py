@@ -85,8 +85,9 @@ class _ResultWriter:
         self.meta: dict[str, dict] = {}
         self.state: dict[str, dict] = {}
 
-    def pytest_collection_modifyitems(self, items):
-        for item in items:
+    def pytest_collection_finish(self, session):
+        # After -k/-m deselection: only the tests that will run are expected.
+        for item in session.items:
             client = item.get_closest_marker("client")
             api = item.get_closest_marker("api")
             self.meta[item.nodeid] = {
