@@ -661,10 +661,9 @@ def render(runs: list[SuitesRun], known: list[tuple[str, str]]) -> tuple[str, st
                 term.append(f"    [{n}] {cell['outcome']}: {msg}")
     reruns = [
         (test_id, n, cells[n]["first_failure"])
-        for test_id, _client, _api, cells, text, _reason in rows
-        if text.startswith("ok on a rerun")
+        for test_id, _client, _api, cells, _text, _reason in rows
         for n in names
-        if cells.get(n) and cells[n].get("first_failure")
+        if (cells.get(n) or {}).get("first_failure")
     ]
     for test_id, n, first in reruns:
         first_lines = first.strip().splitlines()

@@ -108,7 +108,7 @@ class LeaderEpochCache:
             raise ValueError(f"invalid leader epoch entry ({epoch}, {start_offset})")
         if self._epochs and self._epochs[-1] == epoch and self._starts[-1] <= start_offset:
             if self._unwritten:
-                self._write()  # the entry is known; the disk refused it before
+                self.write(fsync=False)  # the entry is known; the disk refused it before
             return False
         removed = []
         while self._epochs and (self._epochs[-1] >= epoch or self._starts[-1] >= start_offset):
@@ -122,7 +122,7 @@ class LeaderEpochCache:
                 removed[::-1],
             )
         self._put(EpochEntry(epoch, start_offset))
-        self._write()
+        self.write(fsync=False)
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
@@ -132,7 +132,7 @@ class LeaderEpochCache:
         i = bisect.bisect_left(self._starts, end_offset)
         del self._epochs[i:]
         del self._starts[i:]
-        self._write()
+        self.write(fsync=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at `start_offset`: drop entries that start at or
@@ -147,13 +147,13 @@ class LeaderEpochCache:
         del self._starts[:i]
         self._epochs.insert(0, epoch)
         self._starts.insert(0, start_offset)
-        self._write()
+        self.write(fsync=False)
 
     def clear(self) -> None:
         if self._epochs:
             self._epochs.clear()
             self._starts.clear()
-        self._write()
+        self.write(fsync=False)
 
     def _put(self, entry: EpochEntry) -> None:
         if self._epochs and (
@@ -164,9 +164,6 @@ class LeaderEpochCache:
         self._starts.append(entry.start_offset)
 
     # --- persistence ----------------------------------------------------------------
-
-    def _write(self) -> None:
-        self.write(fsync=False)
 
     def write(self, *, fsync: bool) -> None:
         """Write the checkpoint now (fsync=True blocks on the disk)."""

@@ -164,14 +164,24 @@ def test_full_disk_while_writing_an_index_entry_undoes_the_whole_append(tmp_path
         shutil.rmtree(disk / "t-0")
 
 
+EPOCH_TEST_CONFIG = LogConfig(segment_index_bytes=4096)
+
+
+def _log_of_one_batch_on_a_full_disk(disk, records: int):
+    """A log holding one batch of `records` 500-byte records under epoch 0, on a
+    disk then filled to its last page."""
+    log = open_log(disk / "t-0", EPOCH_TEST_CONFIG, FakeClock())
+    log.append(batch(records, value_size=500), 0)
+    _fill_every_free_page(disk / "ballast")
+    return log
+
+
 def test_a_new_leader_epoch_the_disk_cannot_checkpoint_fails_the_append_before_its_data(tmp_path):
     # As Kafka does, the epoch's start is recorded before the batch is written:
     # a producer told KAFKA_STORAGE_ERROR must find nothing of its batch in the
     # log, or its retry would be a second copy.
     with tiny_tmpfs(tmp_path / "disk", size="64k") as disk:
-        log = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
-        log.append(batch(1, value_size=500), 0)
-        _fill_every_free_page(disk / "ballast")
+        log = _log_of_one_batch_on_a_full_disk(disk, records=1)
         # The batch fits the log file's last page; the checkpoint of epoch 1
         # is a new file, which needs a page the disk cannot give.
         with pytest.raises(LogStorageError) as e:
@@ -182,7 +192,7 @@ def test_a_new_leader_epoch_the_disk_cannot_checkpoint_fails_the_append_before_i
         (disk / "ballast").unlink()
         assert log.append(batch(1, value_size=500), 1).first_offset == 1
         log.close()
-        reopened = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
+        reopened = open_log(disk / "t-0", EPOCH_TEST_CONFIG, FakeClock())
         assert all_offsets(reopened) == [0, 1]
         assert [tuple(e) for e in reopened.epoch_entries()] == [(0, 0), (1, 1)]
         reopened.close()
@@ -194,9 +204,7 @@ def test_a_leader_epoch_assigned_on_a_full_disk_is_written_by_the_next_append(tm
     # append; on a full disk that stays in memory (the epoch is still
     # answered) and the first append under it writes the checkpoint.
     with tiny_tmpfs(tmp_path / "disk", size="64k") as disk:
-        log = open_log(disk / "t-0", LogConfig(segment_index_bytes=4096), FakeClock())
-        log.append(batch(2, value_size=500), 0)
-        _fill_every_free_page(disk / "ballast")
+        log = _log_of_one_batch_on_a_full_disk(disk, records=2)
         with pytest.raises(LogStorageError):
             log.assign_epoch_start_offset(2)
         assert log.end_offset_for_epoch(2) == (2, 2)
