@@ -1,6 +1,7 @@
 """The produce path's record walk in C (wire/records/_walk.c) against its
-Python reference (`_walk_records`): the same answer -- None, or the same
-message -- for what producers build, for garbage and for mutations of both."""
+Python reference (`_walk_records`): the same answer -- None and the largest
+record timestamp, or the same message -- for what producers build, for
+garbage and for mutations of both."""
 
 from __future__ import annotations
 
@@ -34,10 +35,15 @@ def section_of(records: list[RecordInput]) -> tuple[bytes, int]:
     return bytes(build_batch(records)[BATCH_HEADER_SIZE:]), len(records)
 
 
-def same(section, count):
-    expected = python_walk(section, count)
-    assert c_walk(section, count) == expected
+def same(section, count, base_timestamp=-1):
+    expected = python_walk(section, count, base_timestamp)
+    assert c_walk(section, count, base_timestamp) == expected
     return expected
+
+
+base_timestamps = st.sampled_from([-1, 0, 1_700_000_000_000, 2**63 - 1, -(2**63)]) | st.integers(
+    -(2**63), 2**63 - 1
+)
 
 
 record_inputs = st.lists(
@@ -57,12 +63,14 @@ record_inputs = st.lists(
 @given(record_inputs)
 def test_what_producers_build_passes_both_walks(records):
     section, count = section_of(records)
-    assert same(section, count) is None
+    base = records[0].timestamp
+    assert same(section, count, base) == (None, max(-1, *(r.timestamp for r in records)))
 
 
 @FUZZ
 @given(record_inputs, st.data())
 def test_mutated_sections_get_the_same_answer(records, data):
+    base = data.draw(base_timestamps)
     section, count = section_of(records)
     buf = bytearray(section)
     for _ in range(data.draw(st.integers(1, 4))):
@@ -70,13 +78,13 @@ def test_mutated_sections_get_the_same_answer(records, data):
         buf[pos] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(buf)))
     declared = count + data.draw(st.integers(-1, 1))
-    same(bytes(buf[:cut]) if data.draw(st.booleans()) else bytes(buf), max(declared, 0))
+    same(bytes(buf[:cut]) if data.draw(st.booleans()) else bytes(buf), max(declared, 0), base)
 
 
 @FUZZ
-@given(st.binary(max_size=200), st.integers(0, 40))
-def test_garbage_gets_the_same_answer(section, count):
-    same(section, count)
+@given(st.binary(max_size=200), st.integers(0, 40), base_timestamps)
+def test_garbage_gets_the_same_answer(section, count, base):
+    same(section, count, base)
 
 
 @pytest.mark.parametrize(
@@ -88,14 +96,26 @@ def test_garbage_gets_the_same_answer(section, count):
         (b"\xff\xff\xff\xff\xff\x01", 1, "varint longer than 5 bytes"),
         (b"\xff\xff\xff\xff\x7f\x00", 1, "varint overflows 32 bits"),
         (b"\x80", 1, "varint runs past the end of the record data"),
+        # The timestamp delta, a varlong: at most 10 bytes and 64 bits.
+        (b"\x18\x00" + b"\xff" * 10 + b"\x01", 1, "varint longer than 10 bytes"),
+        (b"\x16\x00" + b"\xff" * 9 + b"\x03", 1, "varint overflows 64 bits"),
+        (b"\x0c\x00\xff\xff\xff\xff\xff", 1, "varint runs past the end of the record data"),
     ],
 )
 def test_golden_errors(section, count, message):
-    assert same(section, count) == message
+    problem, _ = same(section, count)
+    assert problem == message
+
+
+def test_a_ten_byte_timestamp_delta_is_read_whole():
+    # -2**63 as a zigzag varlong takes all ten bytes; base 0 makes it the timestamp.
+    section = b"\x1e\x00" + b"\xff" * 9 + b"\x01" + b"\x00\x01\x01\x00"
+    assert same(section, 1, 0) == (None, -1)  # -2**63 is below NO_TIMESTAMP
+    assert same(section, 1, -1) == (None, 2**63 - 1)  # -1 - 2**63 wraps, as a Java long
 
 
 def test_a_memoryview_of_a_larger_buffer_is_read_only_within_the_view():
-    section, count = section_of([RecordInput(None, b"v" * 10) for _ in range(3)])
+    section, count = section_of([RecordInput(None, b"v" * 10, (), 7) for _ in range(3)])
     backing = bytearray(section + b"\x00" * 16)
-    assert c_walk(memoryview(backing)[: len(section)], count) is None
-    assert c_walk(memoryview(backing), count) == "16 bytes follow the last of 3 records"
+    assert c_walk(memoryview(backing)[: len(section)], count, 7) == (None, 7)
+    assert c_walk(memoryview(backing), count, 7) == ("16 bytes follow the last of 3 records", 7)

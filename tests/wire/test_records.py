@@ -40,7 +40,7 @@ from wire.records import (
     batch_payload,
     build_batch,
     build_control_batch,
-    check_record_offsets,
+    check_records,
     compute_crc,
     decompress,
     encode_batch,
@@ -667,7 +667,7 @@ def test_payload_is_the_bytes_after_the_header():
     assert CRC_COVERED_FROM == ATTRIBUTES_POS == 21
 
 
-# -- check_record_offsets: the broker's inner-record check on produce ----------
+# -- check_records: the broker's inner-record check on produce ----------------
 
 
 def _patched(buf: bytes, fmt: str, pos: int, value: int) -> bytearray:
@@ -681,33 +681,62 @@ def _patched(buf: bytes, fmt: str, pos: int, value: int) -> bytearray:
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("size", [0, 1, 63, 64, 200, 9000])
-def test_check_record_offsets_accepts_what_producers_build(codec, size):
-    records = [RecordInput(b"k%d" % i, bytes(size), (("h", b"v"),)) for i in range(7)]
-    assert check_record_offsets(build_batch(records, compression=codec)) == 7
+def test_check_records_accepts_what_producers_build(codec, size):
+    records = [
+        RecordInput(b"k%d" % i, bytes(size), (("h", b"v"),), 1_700_000_000_000 + 7 * i % 5)
+        for i in range(7)
+    ]
+    walked = check_records(build_batch(records, compression=codec))
+    assert walked == (7, 1_700_000_000_004)
 
 
 @pytest.mark.parametrize("declared", [1, 2, 4, 9])
-def test_check_record_offsets_refuses_a_miscounted_batch(declared):
+def test_check_records_refuses_a_miscounted_batch(declared):
     buf = build_batch([RecordInput(None, b"r%d" % i) for i in range(3)])
     buf = _patched(buf, ">i", 57, declared)  # records_count
     with pytest.raises(DecodeError):
-        check_record_offsets(buf)
+        check_records(buf)
 
 
-def test_check_record_offsets_refuses_offset_deltas_with_gaps():
+def test_check_records_refuses_offset_deltas_with_gaps():
     # Compaction leaves gaps like this; a producer's batch may not have them.
     records = [Record(0, 0, None, b"a"), Record(2, 0, None, b"b")]
     buf = build_batch(records, base_timestamp=0)  # 2 records, last offset delta 2
     with pytest.raises(DecodeError, match="offset delta 2"):
-        check_record_offsets(buf)
+        check_records(buf)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
-def test_check_record_offsets_on_garbage_raises_only_decode_error(data):
+def test_check_records_on_garbage_raises_only_decode_error(data):
     base = build_batch([RecordInput(b"k", b"v" * 20) for _ in range(3)])
     buf = bytearray(base[:61]) + data
     try:
-        check_record_offsets(buf)
+        check_records(buf)
     except DecodeError:
         pass
+
+
+@pytest.mark.parametrize(
+    ("timestamps", "largest"),
+    [
+        ([-1, -1, -1], -1),  # no record has a timestamp (librdkafka's timestamp=-1)
+        ([-1, 1_700_000_000_000, -1], 1_700_000_000_000),
+        ([5, 3], 5),
+        ([0], 0),
+        ([-7, -2], -1),  # Kafka's maximum starts at NO_TIMESTAMP
+        ([2**63 - 1, 0], 2**63 - 1),
+    ],
+)
+@pytest.mark.parametrize("codec", [0, 3])
+def test_check_records_finds_the_largest_record_timestamp(timestamps, largest, codec):
+    records = [RecordInput(None, b"v", (), ts) for ts in timestamps]
+    buf = build_batch(records, compression=codec, base_timestamp=timestamps[0])
+    assert check_records(buf).max_timestamp == largest
+
+
+def test_the_largest_timestamp_wraps_as_a_java_long():
+    # base + delta overflows a long: Kafka's record.timestamp() wraps around.
+    records = [Record(0, 2, None, b"a")]
+    buf = build_batch(records, base_timestamp=2**63 - 1, max_timestamp=2**63 - 1)
+    assert check_records(buf).max_timestamp == -1  # -2**63 + 1 < -1

@@ -323,6 +323,16 @@ def encode_batch(header: BatchHeader, payload) -> bytes:
     return prefix + payload
 
 
+def set_max_timestamp(buf, timestamp: int, pos: int = 0) -> None:
+    """Set the max timestamp of the batch at `pos` (a writable buffer) and
+    recompute its CRC: Kafka's DefaultRecordBatch.setMaxTimestamp for a
+    CreateTime batch, which stores the largest record timestamp whatever the
+    producer wrote."""
+    _whole_batch_size(buf, pos)
+    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_POS, timestamp)
+    write_crc(buf, pos)
+
+
 def set_log_append_time(buf, timestamp: int, pos: int = 0) -> None:
     """Mark the batch at `pos` (a writable buffer) as LogAppendTime: set the
     timestamp-type attribute bit and max_timestamp to `timestamp`, then

@@ -203,15 +203,27 @@ def iter_records(
     return iter_records_section(section, header.records_count)
 
 
-def check_record_offsets(
+class WalkedRecords(NamedTuple):
+    """What `check_records` learned of a produced batch's records."""
+
+    count: int
+    # Kafka's maxBatchTimestamp: the largest record timestamp (base + delta),
+    # or NO_TIMESTAMP when no record has one above -1. Meaningless for a
+    # LogAppendTime batch, whose records take the batch's max timestamp.
+    max_timestamp: int
+
+
+def check_records(
     batch_buf, pos: int = 0, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
-) -> int:
+) -> WalkedRecords:
     """Kafka's inner-record check of a produced batch, without decoding records:
     the records section holds exactly `records_count` records whose offset
     deltas run 0, 1, 2, ... and nothing follows the last one. Only each
     record's length, attributes, timestamp delta and offset delta are read,
     by the C walk when it was built (`_walk.c`), else by `_walk_records`.
-    Returns the number of records; raises DecodeError otherwise."""
+    Returns the record count and the largest record timestamp (which Kafka
+    stores as the batch's max timestamp, whatever the producer wrote there);
+    raises DecodeError otherwise."""
     header = read_batch_header(batch_buf, pos)
     size = LOG_OVERHEAD + header.batch_length
     if size > len(batch_buf) - pos:
@@ -225,20 +237,22 @@ def check_record_offsets(
     count = header.records_count
     if count < 0 or count * MIN_RECORD_SIZE > len(section):
         raise DecodeError(f"record count {count} cannot fit in {len(section)} bytes of records")
-    problem = walk_records(section, count)
+    problem, max_timestamp = walk_records(section, count, header.base_timestamp)
     if problem is not None:
         raise DecodeError(problem)
-    return count
+    return WalkedRecords(count, max_timestamp)
 
 
-def _walk_records(section, count: int) -> str | None:
-    """The record walk of `check_record_offsets` in Python: None when the
-    section holds exactly `count` records with offset deltas 0, 1, 2, ...,
-    else what is wrong. The reference for `_walk.c` and its fallback."""
+def _walk_records(section, count: int, base_timestamp: int) -> tuple[str | None, int]:
+    """The record walk of `check_records` in Python: (None, the largest record
+    timestamp) when the section holds exactly `count` records with offset
+    deltas 0, 1, 2, ..., else (what is wrong, any timestamp). The reference
+    for `_walk.c` and its fallback."""
     buf = section if type(section) is bytes else bytes(section)
     end = len(buf)
     p = 0
     last = end - 2
+    max_timestamp = NO_TIMESTAMP
     try:
         for i in range(count):
             # The length varint: one or two bytes inline (records up to 8 KiB).
@@ -254,25 +268,30 @@ def _walk_records(section, count: int) -> str | None:
                 length, p = _read_varint_slow(buf, p, end, 5, 32)
             record_end = p + length
             if length < MIN_RECORD_SIZE - 1 or record_end > end:
-                return f"record {i} has an impossible length {length}"
-            # Skip the attributes byte and the timestamp delta varlong.
-            q = p + 1
-            while q < record_end and buf[q] & 0x80:
-                q += 1
-            q += 1
+                return f"record {i} has an impossible length {length}", max_timestamp
+            # Past the attributes byte: the timestamp delta, then the offset delta.
+            timestamp_delta, q = _read_varlong(buf, p + 1, record_end)
+            timestamp = _java_long(base_timestamp + timestamp_delta)
+            if timestamp > max_timestamp:
+                max_timestamp = timestamp
             if q < record_end and buf[q] < 0x80:
                 z = buf[q]
                 delta = (z >> 1) ^ -(z & 1)
             else:
                 delta, _ = _read_varint_slow(buf, q, record_end, 5, 32)
             if delta != i:
-                return f"record {i} of the batch has offset delta {delta}"
+                return f"record {i} of the batch has offset delta {delta}", max_timestamp
             p = record_end
     except DecodeError as e:
-        return str(e)
+        return str(e), max_timestamp
     if p != end:
-        return f"{end - p} bytes follow the last of {count} records"
-    return None
+        return f"{end - p} bytes follow the last of {count} records", max_timestamp
+    return None, max_timestamp
+
+
+def _java_long(n: int) -> int:
+    """`n` wrapped to a signed 64-bit value, as Java's long arithmetic does."""
+    return ((n + 2**63) % 2**64) - 2**63
 
 
 try:
