@@ -16,16 +16,18 @@ start offset or -1. The functions here follow those stages in Kafka's order:
    base offset 0 (INVALID_RECORD); the size within max.message.bytes
    (MESSAGE_TOO_LARGE, no message, -1); the CRC (CORRUPT_MESSAGE, no message,
    -1); the header's offset range, count, control bit and sequence
-   (INVALID_RECORD); the records section (`check_record_offsets`); then each
+   (INVALID_RECORD); the records section (`check_records`); then each
    record's key and timestamp, which give per-record errors and a summary
    message; last, the batch against segment.bytes (RECORD_LIST_TOO_LARGE).
 
-Records stay bytes: they are walked (count, offset deltas) but decoded only
-where a check needs them -- keys on compacted topics, timestamps when the
-topic sets a lower bound (message.timestamp.before.max.ms) or the batch
-header shows a timestamp out of range, and batches a producer marked
-LogAppendTime. Otherwise the upper bound is checked against the header's max
-timestamp, which producers set to the largest record timestamp.
+Records stay bytes: they are walked (count, offset deltas, the largest
+timestamp) but decoded only where a check needs them -- keys on compacted
+topics, timestamps when the topic sets a lower bound
+(message.timestamp.before.max.ms) or the largest timestamp is out of range,
+and batches a producer marked LogAppendTime. Otherwise the upper bound is
+checked against the largest timestamp alone. As Kafka does, a CreateTime
+batch is stored with that largest timestamp as its max timestamp, whatever
+the producer wrote there (its CRC recomputed).
 
 One deliberate difference: Kafka stores an uncompressed batch whose records'
 offset deltas do not run 0, 1, 2, ... as it is (its offsets then collide with
@@ -52,7 +54,7 @@ from wire.records import (
     BatchHeader,
     batch_payload,
     batch_size_at,
-    check_record_offsets,
+    check_records,
     compute_crc,
     decompress_buffer,
     encode_batch,
@@ -60,6 +62,7 @@ from wire.records import (
     read_batch_header,
     record_timestamp,
     set_log_append_time,
+    set_max_timestamp,
 )
 
 # The smallest length field Kafka's batch iterator accepts (a magic 0 record).
@@ -201,11 +204,11 @@ def validate_records(records, limits: TopicLimits, topic_partition: str, now_ms:
     if _header_problem(h):
         raise RecordsError(ErrorCode.INVALID_RECORD)
     try:
-        check_record_offsets(records, 0)
+        walked = check_records(records, 0)
     except DecodeError:
         raise RecordsError(_records_section_error(records, h)) from None
     try:
-        errors = _record_errors(records, h, limits, topic_partition, now)
+        errors = _record_errors(records, h, walked.max_timestamp, limits, topic_partition, now)
     except DecodeError:
         raise RecordsError(ErrorCode.INVALID_RECORD) from None
     if errors:
@@ -219,6 +222,11 @@ def validate_records(records, limits: TopicLimits, topic_partition: str, now_ms:
         batch[:] = encode_batch(
             h._replace(attributes=h.attributes & ~TIMESTAMP_TYPE_MASK), batch_payload(batch)
         )
+    elif h.max_timestamp != walked.max_timestamp:
+        # Kafka stores the records' largest timestamp, not the producer's
+        # header (librdkafka writes 0 there when every record has none, -1);
+        # retention and the time index go by the stored value.
+        set_max_timestamp(batch, walked.max_timestamp)
     return batch
 
 
@@ -246,12 +254,19 @@ def _records_section_error(records, h: BatchHeader) -> ErrorCode:
     return ErrorCode.INVALID_RECORD
 
 
-def _record_errors(records, h, limits, topic_partition, now) -> list[tuple[ErrorCode, int, str]]:
+def _record_errors(
+    records, h, max_timestamp, limits, topic_partition, now
+) -> list[tuple[ErrorCode, int, str]]:
     """(code, record index, message) for each record Kafka refuses: a missing
     key on a compacted topic, else a timestamp out of range or a
-    LogAppendTime batch where Kafka does not accept one."""
+    LogAppendTime batch where Kafka does not accept one. `max_timestamp` is
+    the records' largest timestamp (from the record walk)."""
     check_time = not limits.log_append_time
-    if not (limits.compacted or h.is_log_append_time or _timestamps_need_records(h, limits, now)):
+    if not (
+        limits.compacted
+        or h.is_log_append_time
+        or _timestamps_need_records(max_timestamp, limits, now)
+    ):
         return []
     errors = []
     for index, record in enumerate(iter_records(records, 0)):
@@ -292,22 +307,20 @@ def _record_errors(records, h, limits, topic_partition, now) -> list[tuple[Error
     return errors
 
 
-def _timestamps_need_records(h: BatchHeader, limits: TopicLimits, now: int) -> bool:
+def _timestamps_need_records(max_timestamp: int, limits: TopicLimits, now: int) -> bool:
     """Whether a CreateTime batch's timestamps must be read record by record.
 
     With no lower bound (before.max.ms = Long.MAX_VALUE, the default) Kafka's
-    lower check cannot fail, and the upper one is decided by the largest
-    timestamp, which the header carries; otherwise, or when the header's own
-    timestamps are out of range, every record is checked.
+    lower check cannot fail, and the upper one is decided by the records'
+    largest timestamp, which the record walk found (not the header's, which
+    a producer may get wrong); otherwise, or when that timestamp is out of
+    range, every record is checked for the per-record errors.
     """
     if limits.log_append_time:
         return False
     if limits.timestamp_before_max_ms != JAVA_LONG_MAX:
         return True
-    return any(
-        ts != NO_TIMESTAMP and _timestamp_out_of_range(ts, limits, now)
-        for ts in (h.base_timestamp, h.max_timestamp)
-    )
+    return max_timestamp != NO_TIMESTAMP and _timestamp_out_of_range(max_timestamp, limits, now)
 
 
 def _java_long(n: int) -> int:

@@ -343,11 +343,12 @@ def _retain(record: Record, offset: int, offset_map: OffsetMap, horizon, now: in
 def _rebuild(h: BatchHeader, retained: list[Record], horizon: int | None) -> bytes:
     """The batch with only `retained`, as Kafka's MemoryRecordsBuilder writes
     it: base timestamp the delete horizon when there is one, else the first
-    record's timestamp; max timestamp over the records (the append time for
-    LogAppendTime batches); the original offset range."""
+    record's timestamp; max timestamp over the records, starting from
+    NO_TIMESTAMP as the builder's does (the append time for LogAppendTime
+    batches); the original offset range."""
     stamps = [record_timestamp(h, r) for r in retained]
     base_ts = horizon if horizon is not None else stamps[0]
-    max_ts = h.max_timestamp if h.is_log_append_time else max(stamps)
+    max_ts = h.max_timestamp if h.is_log_append_time else max(NO_TIMESTAMP, *stamps)
     records = [
         r._replace(timestamp_delta=ts - base_ts) for r, ts in zip(retained, stamps, strict=True)
     ]
