@@ -304,3 +304,38 @@ def test_consumer_below_the_new_log_start_is_out_of_range_and_resets(broker):
             got += [r.offset for r in records]
     kp.close()
     assert got[0] == start
+
+
+def test_records_produced_without_timestamps_are_stored_with_none_and_kept(broker):
+    """confluent-kafka's timestamp=-1 (librdkafka's header then says max timestamp 0):
+    the segment stores -1, the records' own, so retention ages it by the file's
+    time and keeps it, as Kafka does (compat_tests/test_retention.py runs the same
+    side by side). Before, Gregor stored 0 (1970) and deleted the records within
+    one retention check."""
+    from wire.records import iter_batches
+
+    topic = "no-timestamps"
+    create_topic(broker.bootstrap, topic, {})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 200})
+    for _ in range(10):
+        producer.produce(topic, value=b"x" * 6000, timestamp=-1)
+    assert producer.flush(TIMEOUT) == 0
+    data = (Path(broker.data_dir) / f"{topic}-0" / f"{0:020d}.log").read_bytes()
+    headers = [h for _, h in iter_batches(data)]
+    assert sum(h.records_count for h in headers) == 10
+    assert {(h.base_timestamp, h.max_timestamp) for h in headers} == {(-1, -1)}
+    wait_for_whole_retention_check(broker.bootstrap, producer)
+    assert watermarks(broker.bootstrap, topic) == (0, 10)
+
+
+def wait_for_whole_retention_check(bootstrap, producer) -> None:
+    """Until one whole retention check has run after this call: three expired
+    records, each produced after the one before was deleted, are deleted by
+    three distinct checks, so the second ran from start to end after the call
+    (compat_tests/compatlib/common.py explains it at length)."""
+    sentinel = f"retention-sentinel-{time.monotonic_ns()}"
+    create_topic(bootstrap, sentinel, {})
+    for n in range(3):
+        producer.produce(sentinel, value=b"expired", timestamp=1000)
+        assert producer.flush(TIMEOUT) == 0
+        wait_for(lambda n=n: watermarks(bootstrap, sentinel)[0] == n + 1, "a retention check")

@@ -132,3 +132,77 @@ def test_read_in_flight_survives_deletion_of_its_segment(tmp_path):
     # The range still reads (and could still be sent with sendfile).
     assert os.pread(result.fd, result.size, result.position) == expected
     assert result.read_bytes() == expected
+
+
+# -- segments whose batches carry no timestamp (-1) ----------------------------------------
+# Kafka ages such a segment by its file's last-modified time (LogSegment.largestTimestamp).
+
+
+def _set_mtime(log, base_offset: int, ms: int) -> None:
+    (segment,) = [s for s in log.segments if s.base_offset == base_offset]
+    os.utime(segment.log_path, ns=(ms * 1_000_000, ms * 1_000_000))
+
+
+def test_a_segment_without_timestamps_is_aged_by_its_file_time(tmp_path):
+    now = T0 + 30 * MINUTE
+    cfg = LogConfig(segment_bytes=1000, retention_ms=10 * MINUTE)
+    log = open_log(tmp_path / "t-0", cfg, FakeClock(now))
+    for _ in range(30):
+        log.append(batch(1, value_size=80, timestamp=-1), 0)
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) > 3 and all(s.max_timestamp == -1 for s in log.segments)
+    for base in bases:
+        _set_mtime(log, base, now - MINUTE)  # recent: kept
+    _set_mtime(log, bases[0], now - 11 * MINUTE)
+    _set_mtime(log, bases[1], now - 20 * MINUTE)
+    assert log.delete_old_segments() == 2
+    assert log.log_start_offset == bases[2]
+    assert all_offsets(log) == list(range(bases[2], 30))
+
+
+def test_an_active_segment_without_timestamps_stays_while_its_file_is_recent(tmp_path):
+    # The shape of the reported loss: ten records with no timestamp in the
+    # active segment, retention checked a moment later.
+    now = T0
+    log = open_log(tmp_path / "t-0", LogConfig(retention_ms=7 * 24 * 60 * MINUTE), FakeClock(now))
+    for _ in range(10):
+        log.append(batch(1, value_size=6000, timestamp=-1), 0)
+    _set_mtime(log, 0, now)
+    assert log.delete_old_segments() == 0
+    assert (log.log_start_offset, log.log_end_offset) == (0, 10)
+
+
+def test_a_timestamp_in_a_segment_decides_its_age_over_its_file_time(tmp_path):
+    now = T0 + 30 * MINUTE
+    cfg = LogConfig(segment_bytes=1000, retention_ms=10 * MINUTE)
+    log = open_log(tmp_path / "t-0", cfg, FakeClock(now))
+    # Segment one: records without timestamps around one 20 minutes old.
+    log.append(batch(3, value_size=80, timestamps=[-1, now - 20 * MINUTE, -1]), 0)
+    log.append(batch(1, value_size=80, timestamp=-1), 0)
+    log.roll()
+    # Segment two: a recent timestamp among records without one.
+    log.append(batch(2, value_size=80, timestamps=[-1, now - MINUTE]), 0)
+    log.roll()
+    first, second = [s.base_offset for s in log.segments[:2]]
+    _set_mtime(log, first, now)  # the file is new, its timestamp old: deleted
+    _set_mtime(log, second, now - 60 * MINUTE)  # the file is old, its timestamp new: kept
+    assert [s.max_timestamp for s in log.segments[:2]] == [now - 20 * MINUTE, now - MINUTE]
+    assert log.delete_old_segments() == 1
+    assert log.log_start_offset == second
+
+
+def test_log_append_time_segments_are_aged_by_their_append_time(tmp_path):
+    from wire.records import set_log_append_time
+
+    now = T0 + 30 * MINUTE
+    cfg = LogConfig(segment_bytes=1000, retention_ms=10 * MINUTE)
+    log = open_log(tmp_path / "t-0", cfg, FakeClock(now))
+    for append_time in (now - 20 * MINUTE, now - 15 * MINUTE, now - MINUTE):
+        b = batch(1, value_size=80, timestamp=-1)
+        set_log_append_time(b, append_time)
+        log.append(b, 0)
+        log.roll()
+    for s in log.segments:
+        _set_mtime(log, s.base_offset, now)
+    assert log.delete_old_segments() == 2
+    assert log.log_start_offset == 2
