@@ -10,8 +10,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from compatlib import franz, java
-from compatlib.common import ck_consume, ck_produce, ck_watermarks, wait_until
+from compatlib import franz, java, raw
+from compatlib.common import (
+    ck_consume,
+    ck_produce,
+    ck_watermarks,
+    wait_for_retention_checks,
+    wait_until,
+)
 
 RETENTION_TIMEOUT = 20  # seconds: retention.ms + two check intervals, with room
 
@@ -68,7 +74,7 @@ def test_retention_bytes_confluent(bootstrap, topic):
         timeout=RETENTION_TIMEOUT,
         message="oldest segments deleted by retention.bytes",
     )
-    time.sleep(2.5)  # the remaining segments fit: nothing more is deleted
+    wait_for_retention_checks(bootstrap)  # the remaining segments fit: nothing more goes
     assert ck_watermarks(bootstrap, t) == (10, 20)
 
 
@@ -176,3 +182,92 @@ def test_retention_franz(bootstrap, topic):
         return r.returncode == 0 and r.lines[0]["offset"] == 8
 
     wait_until(start, timeout=RETENTION_TIMEOUT, interval=0.5, message="records expired")
+
+
+# --- records without a timestamp (-1) ---------------------------------------------------
+# librdkafka sends CreateTime -1 (Kafka's NO_TIMESTAMP) when the application passes
+# timestamp=-1; its batch header then says max timestamp 0. Kafka stores the records'
+# largest timestamp instead (-1) and ages such a segment by its file's modification time,
+# so the default 7-day retention keeps it.
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("retention.ms", "CreateTime", "log-start-offset")
+def test_records_without_timestamps_outlive_retention_checks_confluent(bootstrap, topic):
+    from confluent_kafka import TIMESTAMP_CREATE_TIME
+
+    none, now = topic(), topic()
+    ck_produce(bootstrap, none, [{"value": b"x" * 6000, "timestamp": -1} for _ in range(10)])
+    # timestamp 0 is librdkafka's "stamp it now"
+    ck_produce(bootstrap, now, [{"value": b"x" * 6000, "timestamp": 0} for _ in range(10)])
+    wait_for_retention_checks(bootstrap)
+    assert ck_watermarks(bootstrap, none) == (0, 10)
+    assert ck_watermarks(bootstrap, now) == (0, 10)
+    read = ck_consume(bootstrap, none, count=10)
+    assert [(m.offset(), m.timestamp()) for m in read] == [
+        (i, (TIMESTAMP_CREATE_TIME, -1)) for i in range(10)
+    ]
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("retention.ms", "CreateTime", "ListOffsets", "Fetch")
+def test_a_batch_mixing_no_timestamp_and_a_recent_one_confluent(bootstrap, topic):
+    """One batch of [-1, now, -1]: stored with max timestamp `now`, aged by it, and
+    ListOffsets answers by the record that carries it."""
+    from confluent_kafka import TIMESTAMP_CREATE_TIME
+
+    t = topic()
+    stamp = int(time.time() * 1000) - 60_000
+    records = [{"value": b"a", "timestamp": -1}, {"value": b"b", "timestamp": stamp}]
+    records.append({"value": b"c", "timestamp": -1})
+    ck_produce(bootstrap, t, records, {"linger.ms": 500})
+    with raw.Connection(bootstrap) as conn:
+        error, batches = raw.fetch_batches(conn, t, 0)
+        assert error == 0
+        assert [(b.base_offset, b.last_offset, b.max_timestamp) for b in batches] == [(0, 2, stamp)]
+        assert raw.list_offsets(conn, t, 0, raw.MAX_TIMESTAMP) == (0, stamp, 1)
+        assert raw.list_offsets(conn, t, 0, stamp) == (0, stamp, 1)
+        assert raw.list_offsets(conn, t, 0, stamp + 1) == (0, -1, -1)
+    wait_for_retention_checks(bootstrap)
+    assert ck_watermarks(bootstrap, t) == (0, 3)
+    read = ck_consume(bootstrap, t, count=3)
+    assert [m.timestamp() for m in read] == [
+        (TIMESTAMP_CREATE_TIME, -1),
+        (TIMESTAMP_CREATE_TIME, stamp),
+        (TIMESTAMP_CREATE_TIME, -1),
+    ]
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("CreateTime", "ListOffsets", "Fetch")
+def test_a_batch_without_timestamps_is_stored_with_none_confluent(bootstrap, topic):
+    """librdkafka's header says max timestamp 0; the broker stores -1, the records' own."""
+    t = topic()
+    ck_produce(
+        bootstrap, t, [{"value": b"v", "timestamp": -1} for _ in range(3)], {"linger.ms": 500}
+    )
+    with raw.Connection(bootstrap) as conn:
+        error, batches = raw.fetch_batches(conn, t, 0)
+        assert error == 0
+        assert [
+            (b.base_offset, b.last_offset, b.base_timestamp, b.max_timestamp) for b in batches
+        ] == [(0, 2, -1, -1)]
+        # the first record with the largest timestamp (-1), as Kafka answers it
+        assert raw.list_offsets(conn, t, 0, raw.MAX_TIMESTAMP) == (0, -1, 0)
+        assert raw.list_offsets(conn, t, 0, raw.EARLIEST) == (0, -1, 0)
+        assert raw.list_offsets(conn, t, 0, 0) == (0, -1, -1)  # no record has a time
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("retention.ms", "LogAppendTime")
+def test_records_without_timestamps_on_a_log_append_time_topic_confluent(bootstrap, topic):
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+
+    t = topic(config={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    ck_produce(bootstrap, t, [{"value": b"v", "timestamp": -1} for _ in range(5)])
+    wait_for_retention_checks(bootstrap)
+    assert ck_watermarks(bootstrap, t) == (0, 5)
+    for m in ck_consume(bootstrap, t, count=5):
+        kind, ts = m.timestamp()
+        assert kind == TIMESTAMP_LOG_APPEND_TIME and ts >= before - 1000

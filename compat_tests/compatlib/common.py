@@ -108,3 +108,38 @@ def ck_watermarks(bootstrap: str, topic: str, partition: int = 0) -> tuple[int, 
         return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
     finally:
         c.close()
+
+
+DAY_MS = 86_400_000
+
+
+def wait_for_retention_checks(bootstrap: str, checks: int = 3, timeout: float = 30.0) -> None:
+    """Return once the broker's periodic retention check has run whole at
+    least once since this call: what lets a test say that retention left a
+    partition alone, without sleeping and hoping.
+
+    A retention check is seen through a sentinel topic of its own: a record
+    stamped 8 days ago (past the default 7-day retention.ms) is produced, and
+    its deletion (the log start offset passing it) shows a check reaching the
+    sentinel. Each record is produced only after the previous one is gone, so
+    the checks that delete them are distinct, in order: the third began
+    after the first had finished, and the second then ran from start to end
+    after this call. A check looks at every partition, so every partition
+    that existed when this was called has been looked at since."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    sentinel = unique("compat-retention-sentinel")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(sentinel, 1)])[sentinel].result(timeout)
+    wait_for_leaders(admin, sentinel, 1)
+    for n in range(checks):
+        old = int(time.time() * 1000) - 8 * DAY_MS
+        (delivered,) = ck_produce(bootstrap, sentinel, [{"value": b"sentinel", "timestamp": old}])
+        assert delivered.offset() == n
+        wait_until(
+            lambda n=n: ck_watermarks(bootstrap, sentinel)[0] == n + 1,
+            timeout=timeout,
+            interval=0.1,
+            message=f"a retention check deleting sentinel record {n}",
+        )
+    admin.delete_topics([sentinel])[sentinel].result(timeout)

@@ -77,6 +77,19 @@ class Reader:
                 return result
             shift += 7
 
+    def compact_string(self):
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.pos : self.pos + n].decode()
+        self.pos += n
+        return s
+
+    def skip_tagged_fields(self):
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
     def remaining(self) -> int:
         return len(self.data) - self.pos
 
@@ -257,6 +270,76 @@ def produce(
         result.record_errors = [(r.int32(), r.string()) for _ in range(r.int32())]
         result.error_message = r.string()
     return result
+
+
+# --- ListOffsets and Fetch ------------------------------------------------------------
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+def list_offsets(
+    conn: Connection, topic: str, partition: int, timestamp: int
+) -> tuple[int, int, int]:
+    """ListOffsets v7 (the first with MAX_TIMESTAMP, -3) as a consumer sends it:
+    (error code, timestamp, offset) for one partition."""
+    body = (
+        struct.pack(">ib", -1, 0)
+        + _uvarint(2)
+        + _compact_string(topic)
+        + _uvarint(2)
+        + struct.pack(">iiq", partition, -1, timestamp)
+        + b"\x00\x00\x00"  # tagged fields: partition, topic, request
+    )
+    r = conn.request(2, 7, body, flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    assert r.uvarint() == 2
+    r.compact_string()
+    assert r.uvarint() == 2
+    r.int32()
+    error, ts, offset = r.take(">hqq")
+    return error, ts, offset
+
+
+@dataclass
+class StoredBatch:
+    """A record batch's header fields as the broker returns it from its log."""
+
+    base_offset: int
+    last_offset: int
+    attributes: int
+    base_timestamp: int
+    max_timestamp: int
+
+
+def fetch_batches(
+    conn: Connection, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 20
+) -> tuple[int, list[StoredBatch]]:
+    """Fetch v4 (no wait) from `offset`: (error code, the whole batches returned)."""
+    body = struct.pack(">iiiib", -1, 0, 1, max_bytes, 0) + struct.pack(">i", 1) + _string(topic)
+    body += struct.pack(">i", 1) + struct.pack(">iqi", partition, offset, max_bytes)
+    r = conn.request(1, 4, body)
+    r.int32()  # throttle
+    assert r.int32() == 1
+    r.string()
+    assert r.int32() == 1
+    r.int32()
+    error = r.int16()
+    r.int64()  # high watermark
+    r.int64()  # last stable offset
+    for _ in range(max(r.int32(), 0)):  # aborted transactions
+        r.take(">qq")
+    size = r.int32()
+    data = r.data[r.pos : r.pos + max(size, 0)]
+    batches = []
+    pos = 0
+    while len(data) - pos >= 61:
+        base, length = struct.unpack_from(">qi", data, pos)
+        if len(data) - pos < 12 + length:
+            break  # a partial batch at the end of the byte limit
+        attributes, last_delta, base_ts, max_ts = struct.unpack_from(">hiqq", data, pos + 21)
+        batches.append(StoredBatch(base, base + last_delta, attributes, base_ts, max_ts))
+        pos += 12 + length
+    return error, batches
 
 
 # --- OffsetForLeaderEpoch ---------------------------------------------------------
