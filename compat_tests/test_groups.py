@@ -172,6 +172,97 @@ def test_static_member_java_verifiable_consumer(bootstrap, admin, group_apis, fi
         b.stop()
 
 
+# Two static members subscribing a few milliseconds apart, with no initial rebalance
+# delay: the first may form generation 1 alone, or both may share it. Either way the
+# group must settle with each member holding half the partitions as soon as both have
+# rejoined (about a heartbeat interval), not after a session or rebalance timeout
+# (45 s and 60 s here): the wait below is far shorter than either.
+STATIC_PAIR_CONF = {"session.timeout.ms": 45000, "max.poll.interval.ms": 60000}
+SETTLE_TIMEOUT = 25
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("JoinGroup", "SyncGroup", "static-membership", "rebalance")
+def test_two_static_members_joining_together_java(bootstrap, group_apis, filled, tmp_path):
+    g = unique("g")
+    cfg = java.properties_file({"max.poll.interval.ms": 60000}, tmp_path)
+
+    def member(instance):
+        return java.EventStream(
+            "kafka-verifiable-consumer",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            filled,
+            "--group-id",
+            g,
+            "--group-instance-id",
+            instance,
+            "--reset-policy",
+            "earliest",
+            "--session-timeout",
+            45000,
+            "--command-config",
+            cfg,
+        )
+
+    with member("i1") as a, member("i2") as b:
+        wait_until(
+            lambda: _assigned(a) and _assigned(b) and sorted(_assigned(a) + _assigned(b)) == [0, 1],
+            timeout=SETTLE_TIMEOUT,
+            interval=0.2,
+            message="each static member owns one partition",
+        )
+        a.wait_for(lambda s: _consumed(s) + _consumed(b) >= 20, what="every record consumed")
+        a.stop()
+        b.stop()
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("JoinGroup", "SyncGroup", "static-membership", "rebalance")
+def test_two_static_members_joining_together_confluent(bootstrap, group_apis, topic):
+    import threading
+
+    t = topic(partitions=4)
+    g = unique("g")
+    members = {
+        name: ck_group_consumer(bootstrap, g, **{"group.instance.id": name, **STATIC_PAIR_CONF})
+        for name in ("first", "second")
+    }
+    owned: dict[str, set[int]] = {}
+    stop = threading.Event()
+
+    def run(name):
+        c = members[name]
+
+        def on_assign(consumer, partitions):
+            owned[name] = {p.partition for p in partitions}
+
+        def on_revoke(consumer, partitions):
+            owned[name] = set()
+
+        c.subscribe([t], on_assign=on_assign, on_revoke=on_revoke)
+        while not stop.is_set():
+            c.poll(0.1)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in members]
+    try:
+        for thread in threads:
+            thread.start()  # the two JoinGroups leave within a few ms of each other
+
+        def settled():
+            a, b = owned.get("first", set()), owned.get("second", set())
+            return len(a) == 2 and len(b) == 2 and a | b == {0, 1, 2, 3}
+
+        wait_until(settled, timeout=SETTLE_TIMEOUT, message="each static member owns two")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for c in members.values():
+            c.close()
+
+
 def _ck_commit_group(bootstrap, t, g, n=20):
     c = ck_group_consumer(bootstrap, g)
     c.subscribe([t])

@@ -1,6 +1,15 @@
 """Static membership (group.instance.id, KIP-345)."""
 
-from tests.coordinator.harness import REBALANCE, SESSION, Harness, subscription
+import dataclasses
+
+from tests.coordinator.harness import (
+    REBALANCE,
+    SESSION,
+    TEST_CONFIG,
+    Harness,
+    assignment,
+    subscription,
+)
 from wire.error_codes import ErrorCode as E
 
 
@@ -168,3 +177,64 @@ def test_a_silent_static_member_is_still_removed_after_its_session_timeout():
     h.advance(1)
     assert follower not in h.coord.group("g").members
     assert h.state("g") == "PreparingRebalance"
+
+
+# -- a second static member joining just after the first generation formed --------------
+# Two static members subscribing a few ms apart with group.initial.rebalance.delay.ms=0:
+# the first may get generation 1 alone. Whichever window the second JoinGroup lands in,
+# Kafka's GroupMetadataManager makes the first member rejoin at once and completes
+# generation 2 as soon as both have joined: nothing waits for a session or rebalance
+# timeout. These tests hold Gregor to each window.
+
+NO_DELAY = dataclasses.replace(TEST_CONFIG, group_initial_rebalance_delay_ms=0)
+
+
+def _first_generation_alone(h: Harness) -> tuple[int, str]:
+    first = h.join("g", instance="first")
+    h.advance(0)  # the initial delay of 0 ms ends the join phase with one member
+    r = h.reply(first)
+    assert (r["error_code"], r["generation_id"], r["leader"]) == (E.NONE, 1, r["member_id"])
+    assert h.state("g") == "CompletingRebalance"
+    return r["generation_id"], r["member_id"]
+
+
+def _both_in_generation_2(h: Harness, second: int, rejoin: int) -> None:
+    for token in (second, rejoin):
+        r = h.reply(token)
+        assert (r["error_code"], r["generation_id"]) == (E.NONE, 2), r
+    assert h.state("g") == "CompletingRebalance"
+    assert len(h.coord.group("g").members) == 2
+
+
+def test_a_static_member_joining_before_the_leaders_assignment_makes_it_rejoin_at_once():
+    h = Harness(NO_DELAY)
+    gen, first = _first_generation_alone(h)
+    second = h.join("g", instance="second")
+    assert h.state("g") == "PreparingRebalance" and not h.answered(second)
+    sync = h.reply(h.sync("g", first, gen, {first: assignment(t=[0, 1])}, instance="first"))
+    assert sync["error_code"] == E.REBALANCE_IN_PROGRESS
+    _both_in_generation_2(h, second, h.join("g", first, instance="first"))
+
+
+def test_a_static_member_joining_while_the_assignment_is_written_fails_the_leaders_sync():
+    h = Harness(NO_DELAY)
+    gen, first = _first_generation_alone(h)
+    h.hold_writes = True
+    sync = h.sync("g", first, gen, {first: assignment(t=[0, 1])}, instance="first")
+    assert not h.answered(sync)  # parked until the assignment is stored
+    second = h.join("g", instance="second")
+    # Answered at once, not when the write completes: the assignment is void.
+    assert h.reply(sync)["error_code"] == E.REBALANCE_IN_PROGRESS
+    h.complete_writes()
+    assert h.state("g") == "PreparingRebalance"
+    _both_in_generation_2(h, second, h.join("g", first, instance="first"))
+
+
+def test_a_static_member_joining_a_stable_group_is_answered_once_the_leader_rejoins():
+    h = Harness(NO_DELAY)
+    gen, first = _first_generation_alone(h)
+    h.reply(h.sync("g", first, gen, {first: assignment(t=[0, 1])}, instance="first"))
+    assert h.state("g") == "Stable"
+    second = h.join("g", instance="second")
+    assert h.hb_error("g", first, gen, instance="first") == E.REBALANCE_IN_PROGRESS
+    _both_in_generation_2(h, second, h.join("g", first, instance="first"))
