@@ -20,10 +20,10 @@ import trio
 import broker.handlers  # noqa: F401  (registers every handler)
 from broker.cluster import BrokerInfo, ClusterMetadata, LocalMetadataStore, TopicInfo
 from broker.config import ConfigError
+from broker.config.topic import TopicConfig, validate_topic_config
 from broker.connection import Connection
 from broker.group_runtime import GroupRuntime
 from broker.replica_manager import ReplicaManager
-from broker.topic_config import TopicConfig, validate_topic_config
 from broker.topics import TopicError, TopicManager
 from broker.validation import TopicLimits
 from wire.error_codes import ErrorCode

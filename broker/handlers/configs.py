@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.config import BROKER_CONFIG_KEYS, ConfigError, ConfigType, unknown_key_error
+from broker.config import ConfigError
+from broker.config.broker_keys import BROKER_CONFIG_KEYS, unknown_key_error
+from broker.config.keys import ConfigType
+from broker.config.topic import TOPIC_CONFIG_KEYS, validate_topic_config
 from broker.registry import handles
-from broker.topic_config import TOPIC_CONFIG_KEYS, validate_topic_config
 from broker.topics import TopicError, validate_topic_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

@@ -21,8 +21,8 @@ from collections import Counter
 
 from broker.cluster import random_uuid
 from broker.config import ConfigSource
+from broker.config.topic import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, TopicConfig
 from broker.registry import handles
-from broker.topic_config import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, TopicConfig
 from broker.topics import TopicError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode

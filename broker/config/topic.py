@@ -19,18 +19,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from broker.config import (
-    CLEANUP_POLICIES,
-    COMPRESSION_TYPES,
+from broker.config.broker import BrokerConfig
+from broker.config.broker_keys import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES
+from broker.config.describe import ConfigEntry, ConfigSource, ConfigSynonym
+from broker.config.keys import (
     LONG_MAX,
-    TIMESTAMP_TYPES,
-    BrokerConfig,
-    ConfigEntry,
     ConfigError,
     ConfigKey,
-    ConfigSource,
-    ConfigSynonym,
     ConfigType,
+    as_raw,
     at_least,
     between,
     define_key,
@@ -191,7 +188,7 @@ def validate_topic_config(
         spec = topic_key(name)
         if raw is None:
             raise ConfigError(f"Null value not supported for topic configs: {name}", name)
-        typed[name] = spec.parse(raw if isinstance(raw, str) else _raw(raw))
+        typed[name] = spec.parse(raw if isinstance(raw, str) else as_raw(raw))
     low = typed.get("min.compaction.lag.ms")
     high = typed.get("max.compaction.lag.ms")
     if low is None:
@@ -208,14 +205,6 @@ def validate_topic_config(
     if typed.get("remote.storage.enable"):
         raise ConfigError(_TIERED_STORAGE_DISABLED, "remote.storage.enable", True)
     return typed
-
-
-def _raw(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (list, tuple)):
-        return ",".join(map(str, v))
-    return str(v)
 
 
 def broker_default(broker: BrokerConfig, name: str) -> Any:
@@ -246,7 +235,7 @@ class TopicConfig:
 
     def __init__(self, broker: BrokerConfig, overrides: Mapping[str, Any] | None = None):
         self.broker = broker
-        raw = {k: (v if isinstance(v, str) else _raw(v)) for k, v in (overrides or {}).items()}
+        raw = {k: (v if isinstance(v, str) else as_raw(v)) for k, v in (overrides or {}).items()}
         self._typed = validate_topic_config(raw, broker)
         self.overrides: dict[str, str] = raw
 
@@ -340,7 +329,7 @@ class TopicConfig:
                 topic_key(name)
                 merged.pop(name, None)
             else:
-                merged[name] = value if isinstance(value, str) else _raw(value)
+                merged[name] = value if isinstance(value, str) else as_raw(value)
         return TopicConfig(self.broker, merged)
 
     def to_log_config(self) -> LogConfig:
