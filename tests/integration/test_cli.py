@@ -70,6 +70,23 @@ def test_unknown_key_in_a_properties_file_exits_2_naming_it(tmp_path):
     assert "Unknown configuration 'log.retention.hour'" in p.stderr
 
 
+def test_zookeeper_connect_exits_2_as_clusters_are_not_supported_yet(tmp_path):
+    # A Kafka 3.x server.properties of one broker of a cluster: starting a lone
+    # node from it would look like success, so start-up refuses it.
+    props = tmp_path / "server.properties"
+    props.write_text(
+        "broker.id=2\n"
+        "listeners=PLAINTEXT://127.0.0.1:0\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+        "zookeeper.connect=zk1:2181,zk2:2181/kafka\n"
+    )
+    p = serve(str(props))
+    assert p.returncode == 2, p.stderr
+    assert "configuration zookeeper.connect" in p.stderr
+    assert "multi-broker clusters are not supported yet" in p.stderr
+    assert not (tmp_path / "data").exists(), "nothing is written before the config is valid"
+
+
 def test_missing_properties_file_exits_2(tmp_path):
     p = serve(str(tmp_path / "nowhere.properties"))
     assert p.returncode == 2

@@ -37,9 +37,6 @@ def test_a_properties_file_gets_kafkas_replication_factor_three_and_a_warning():
     assert c.offsets_topic_replication_factor == 3
     assert c.source("offsets.topic.replication.factor") == ConfigSource.DEFAULT_CONFIG
     assert any("offsets.topic.replication.factor=3" in w for w in c.warnings())
-    multi = props("zookeeper.connect=zk:2181\n")
-    assert not multi.single_node
-    assert not any("replication.factor" in w for w in multi.warnings())
 
 
 def test_load_without_a_file_is_the_embedded_profile(tmp_path):
@@ -104,8 +101,18 @@ def test_node_id_and_broker_id_are_one_setting():
         props("node.id=5\nbroker.id=6")
 
 
+def test_zookeeper_connect_is_refused_until_clusters_are_supported():
+    with pytest.raises(ConfigError, match="multi-broker clusters are not supported yet") as info:
+        props("zookeeper.connect=zk1:2181,zk2:2181/gregor")
+    assert info.value.key == "zookeeper.connect"
+    assert "Invalid value zk1:2181,zk2:2181/gregor for configuration zookeeper.connect" in str(
+        info.value
+    )
+    assert props("zookeeper.connect=").single_node  # empty: unset, as before
+
+
 def test_zookeeper_connection_timeout_falls_back_to_the_session_timeout():
-    c = props("zookeeper.connect=zk1:2181,zk2:2181/gregor\nzookeeper.session.timeout.ms=9000")
+    c = props("zookeeper.session.timeout.ms=9000")
     assert c.zookeeper_connection_timeout_ms == 9000
     assert props("zookeeper.connection.timeout.ms=100").zookeeper_connection_timeout_ms == 100
 
