@@ -15,16 +15,18 @@ from coordinator.config import CoordinatorConfig
 from coordinator.coordinator import (
     GroupCoordinator,
     OffsetAndMetadata,
-    PartitionState,
     RequestContext,
     append_error_to_response_error,
 )
 from coordinator.hashing import coordinator_partition, java_string_hashcode, kafka_abs
+from coordinator.runtime import CoordinatorRuntime, CoordinatorShard, PartitionState
 from coordinator.state import Event, GroupState, IllegalTransition
 
 __all__ = [
     "Action",
     "CoordinatorConfig",
+    "CoordinatorRuntime",
+    "CoordinatorShard",
     "Event",
     "GroupCoordinator",
     "GroupState",

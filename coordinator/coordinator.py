@@ -31,12 +31,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator import responses as R
-from coordinator.actions import Action, Persist, Record, Reply
+from coordinator.actions import Action, Persist, Reply
 from coordinator.config import CoordinatorConfig
 from coordinator.group import Group, Member, Waiter
 from coordinator.hashing import coordinator_partition
@@ -50,8 +49,8 @@ from coordinator.records import (
     encode_offset_commit,
     encode_offset_tombstone,
 )
+from coordinator.runtime import CoordinatorRuntime, PartitionState
 from coordinator.state import Event, GroupState
-from coordinator.timers import Timers
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -66,11 +65,6 @@ _HEARTBEAT = "heartbeat"  # (kind, group id, member id): session / join timeout
 _JOIN = "join"  # (kind, group id): end of the join phase (or an initial-delay step)
 _SYNC = "sync"  # (kind, group id): members that have not synced are dropped
 _EXPIRE = "expire"  # (kind,): offsets retention check
-
-
-class PartitionState(Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,16 +85,6 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp_ms: int
     expire_timestamp_ms: int | None = None  # only commits with an explicit retention
-
-
-# A continuation run when a write completes: (error, now_ms) -> actions.
-Continuation = Callable[[ErrorCode, int], list[Action]]
-
-
-@dataclass(slots=True)
-class _Write:
-    partition: int
-    callbacks: list[Continuation] = field(default_factory=list)
 
 
 def append_error_to_response_error(error: int) -> ErrorCode:
@@ -134,7 +118,8 @@ class GroupCoordinator:
     ):
         self.config = config or CoordinatorConfig()
         self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
-        self._partitions: dict[int, PartitionState] = {}
+        # Loading, writes and timers; this coordinator is its shard.
+        self._runtime = CoordinatorRuntime(self)
         self._groups: dict[str, Group] = {}
         # Committed (durable) offsets, by group, as Kafka keeps them: apart from the
         # group objects, so replaying a group's metadata does not touch them.
@@ -147,28 +132,20 @@ class GroupCoordinator:
         # The value a commit made durable just before a pending tombstone of the
         # same partition: what the log holds if that tombstone fails.
         self._shadowed: dict[tuple[str, str, int], OffsetAndMetadata] = {}
-        self._timers = Timers()
-        self._timer_args: dict[tuple, tuple] = {}
-        self._writes: dict[int, _Write] = {}
-        self._next_write_id = 1
 
     # =========================================================================
-    # Partitions, loading, timers, persistence
+    # Partitions, loading, timers, persistence (the runtime's, for the broker)
     # =========================================================================
 
     def partition_for(self, group_id: str) -> int:
         return coordinator_partition(group_id, self.config.offsets_topic_num_partitions)
 
     def partition_state(self, partition: int) -> PartitionState | None:
-        return self._partitions.get(partition)
+        return self._runtime.partition_state(partition)
 
     def begin_loading(self, partition: int) -> None:
         """This broker now leads `partition`; answer LOAD_IN_PROGRESS until finish_loading."""
-        if partition in self._partitions:
-            raise ValueError(
-                f"partition {partition} is already {self._partitions[partition].value}"
-            )
-        self._partitions[partition] = PartitionState.LOADING
+        self._runtime.begin_loading(partition)
 
     def replay(self, partition: int, records: Iterable, now_ms: int) -> None:
         """Apply `__consumer_offsets` records of `partition` in log order.
@@ -178,8 +155,38 @@ class GroupCoordinator:
         classic group metadata are skipped; a malformed record raises
         `RecordDecodeError`.
         """
-        if self._partitions.get(partition) is not PartitionState.LOADING:
-            raise ValueError(f"partition {partition} is not loading")
+        self._runtime.replay(partition, records, now_ms)
+
+    def finish_loading(self, partition: int, now_ms: int) -> list[Action]:
+        """The partition is replayed: serve its groups (Kafka's onLoaded)."""
+        return self._runtime.finish_loading(partition, now_ms)
+
+    def load(self, partition: int, records: Iterable, now_ms: int) -> list[Action]:
+        """begin_loading + replay + finish_loading."""
+        return self._runtime.load(partition, records, now_ms)
+
+    def unload(self, partition: int, now_ms: int) -> list[Action]:
+        """This broker no longer leads `partition`: forget its groups (they go
+        Dead) and answer their parked requests, and the requests waiting for
+        its writes, NOT_COORDINATOR."""
+        return self._runtime.unload(partition, now_ms)
+
+    def next_deadline(self) -> int | None:
+        """When `tick` has something to do (ms), or None."""
+        return self._runtime.next_deadline()
+
+    def tick(self, now_ms: int) -> list[Action]:
+        """Fire the timers due at `now_ms`."""
+        return self._runtime.tick(now_ms)
+
+    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
+        """Report how the Persist `write_id` ended: NONE once its records are
+        durable (as acks=all would need), else the append's error code."""
+        return self._runtime.persisted(write_id, now_ms, error)
+
+    # --- the runtime's shard hooks ------------------------------------------------
+
+    def replay_records(self, partition: int, records: Iterable, now_ms: int) -> None:
         for key, value in records:
             rec = decode_record(key, value)
             if isinstance(rec, OffsetCommitRecord):
@@ -187,11 +194,7 @@ class GroupCoordinator:
             elif isinstance(rec, GroupMetadataRecord):
                 self._replay_group(rec, now_ms)
 
-    def finish_loading(self, partition: int, now_ms: int) -> list[Action]:
-        """The partition is replayed: serve its groups (Kafka's onLoaded)."""
-        if self._partitions.get(partition) is not PartitionState.LOADING:
-            raise ValueError(f"partition {partition} is not loading")
-        self._partitions[partition] = PartitionState.ACTIVE
+    def on_loaded(self, partition: int, now_ms: int) -> list[Action]:
         actions: list[Action] = []
         for group in list(self._groups.values()):
             if group.partition != partition:
@@ -201,24 +204,11 @@ class GroupCoordinator:
             if len(group.members) > self.config.group_max_size:
                 log.info("group %s is over capacity after loading; rebalancing", group.group_id)
                 actions += self._prepare_rebalance(group, now_ms)
-        if (_EXPIRE,) not in self._timers:
-            self._timers.schedule(
-                (_EXPIRE,), now_ms + self.config.offsets_retention_check_interval_ms
-            )
+        if not self._runtime.has_timer((_EXPIRE,)):
+            self._schedule_expiry(now_ms)
         return actions
 
-    def load(self, partition: int, records: Iterable, now_ms: int) -> list[Action]:
-        """begin_loading + replay + finish_loading."""
-        self.begin_loading(partition)
-        self.replay(partition, records, now_ms)
-        return self.finish_loading(partition, now_ms)
-
-    def unload(self, partition: int, now_ms: int) -> list[Action]:
-        """This broker no longer leads `partition`: forget its groups (they go
-        Dead) and answer their parked requests, and the requests waiting for
-        its writes, NOT_COORDINATOR."""
-        if self._partitions.pop(partition, None) is None:
-            return []
+    def on_unloaded(self, partition: int, now_ms: int) -> list[Action]:
         actions: list[Action] = []
         for group in [g for g in self._groups.values() if g.partition == partition]:
             for member in group.members.values():
@@ -238,39 +228,8 @@ class GroupCoordinator:
             del self._tombstoned[key]
         for key in [k for k in self._shadowed if self.partition_for(k[0]) == partition]:
             del self._shadowed[key]
-        if not self._partitions:
-            self._timers.cancel((_EXPIRE,))
-        # Writes still in flight fail now (their requests get NOT_COORDINATOR); a
-        # later persisted() for them is ignored.
-        for write_id in [w for w, write in self._writes.items() if write.partition == partition]:
-            actions += self.persisted(write_id, now_ms, E.NOT_COORDINATOR)
-        return actions
-
-    def next_deadline(self) -> int | None:
-        """When `tick` has something to do (ms), or None."""
-        return self._timers.next_deadline()
-
-    def tick(self, now_ms: int) -> list[Action]:
-        """Fire the timers due at `now_ms`."""
-        actions: list[Action] = []
-        due = self._timers.take_due(now_ms)
-        try:
-            for entry in due:
-                if not self._timers.claim(entry):
-                    continue
-                key = entry[2]
-                args = self._timer_args.pop(key, ())
-                kind = key[0]
-                if kind == _HEARTBEAT:
-                    actions += self._expire_heartbeat(key[1], key[2], now_ms)
-                elif kind == _JOIN:
-                    actions += self._on_join_timer(key[1], args, now_ms)
-                elif kind == _SYNC:
-                    actions += self._expire_pending_sync(key[1], args[0], now_ms)
-                elif kind == _EXPIRE:
-                    actions += self._cleanup_group_metadata(now_ms)
-        finally:
-            self._timers.restore(due)  # unfired ones, if a callback raised
+        if not self._runtime.has_partitions():
+            self._runtime.cancel_timer((_EXPIRE,))
         return actions
 
     def partitions_deleted(self, tps: Iterable[tuple[str, int]], now_ms: int) -> list[Action]:
@@ -282,7 +241,7 @@ class GroupCoordinator:
         records_by_partition: dict[int, list] = {}
         removed_by_partition: dict[int, list] = {}
         for group in list(self._groups.values()):
-            if self._partitions.get(group.partition) is not PartitionState.ACTIVE:
+            if not self._runtime.is_active(group.partition):
                 continue
             group_id = group.group_id
             known = list(self._offsets.get(group_id, {})) + [
@@ -299,58 +258,13 @@ class GroupCoordinator:
             )
         actions: list[Action] = []
         for partition, records in records_by_partition.items():
-            persist = self._persist(partition, records)
+            persist = self._runtime.persist(partition, records)
             self._mark_tombstones(persist, removed_by_partition[partition])
             actions.append(persist)
         return actions
 
-    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
-        """Report how the Persist `write_id` ended: NONE once its records are
-        durable (as acks=all would need), else the append's error code."""
-        write = self._writes.pop(write_id, None)
-        if write is None:
-            return []
-        err = ErrorCode(error)
-        actions: list[Action] = []
-        for callback in write.callbacks:
-            actions += callback(err, now_ms)
-        return actions
-
-    def _persist(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> Persist:
-        write_id = self._next_write_id
-        self._next_write_id += 1
-        self._writes[write_id] = _Write(partition)
-        return Persist(write_id, partition, tuple(Record(k, v) for k, v in records))
-
-    def _then(self, persist: Persist, callback: Continuation) -> None:
-        self._writes[persist.write_id].callbacks.append(callback)
-
-    def _after_all(
-        self, persists: list[Persist], done: Callable[[dict[int, ErrorCode], int], list[Action]]
-    ) -> None:
-        """Run `done(errors by partition, now)` once every one of `persists` completed."""
-        left = [len(persists)]
-        errors: dict[int, ErrorCode] = {}
-
-        def on_one(partition: int) -> Continuation:
-            def callback(error: ErrorCode, now_ms: int) -> list[Action]:
-                if error != NONE:
-                    errors[partition] = error
-                left[0] -= 1
-                return done(errors, now_ms) if left[0] == 0 else []
-
-            return callback
-
-        for p in persists:
-            self._then(p, on_one(p.partition))
-
     def _status_error(self, group_id: str) -> ErrorCode | None:
-        state = self._partitions.get(self.partition_for(group_id))
-        if state is None:
-            return E.NOT_COORDINATOR
-        if state is PartitionState.LOADING:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        return None
+        return self._runtime.status_error(self.partition_for(group_id))
 
     # =========================================================================
     # Generic entry point
@@ -389,26 +303,55 @@ class GroupCoordinator:
         if self._groups.get(gid) is group:
             del self._groups[gid]
         for mid in list(group.members) + list(group.pending_members):
-            self._cancel_timer((_HEARTBEAT, gid, mid))
-        self._cancel_timer((_JOIN, gid))
-        self._cancel_timer((_SYNC, gid))
-
-    def _schedule(self, key: tuple, deadline: int, args: tuple = ()) -> None:
-        self._timers.schedule(key, deadline)
-        if args:
-            self._timer_args[key] = args
-        else:
-            self._timer_args.pop(key, None)
-
-    def _cancel_timer(self, key: tuple) -> None:
-        self._timers.cancel(key)
-        self._timer_args.pop(key, None)
+            self._runtime.cancel_timer((_HEARTBEAT, gid, mid))
+        self._runtime.cancel_timer((_JOIN, gid))
+        self._runtime.cancel_timer((_SYNC, gid))
 
     def _schedule_heartbeat(
         self, group: Group, member: Member, now_ms: int, timeout_ms: int | None = None
     ) -> None:
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self._schedule((_HEARTBEAT, group.group_id, member.member_id), now_ms + timeout)
+        self._schedule_member_expiry(group.group_id, member.member_id, now_ms + timeout)
+
+    def _schedule_member_expiry(self, group_id: str, member_id: str, deadline: int) -> None:
+        """The member (or pending member) goes at `deadline` unless it heartbeats."""
+        self._runtime.schedule(
+            (_HEARTBEAT, group_id, member_id),
+            deadline,
+            lambda now_ms: self._expire_heartbeat(group_id, member_id, now_ms),
+        )
+
+    def _schedule_join_end(self, group_id: str, deadline: int) -> None:
+        """The join phase ends at `deadline` with whoever rejoined."""
+        self._runtime.schedule(
+            (_JOIN, group_id), deadline, lambda now_ms: self._on_join_timeout(group_id, now_ms)
+        )
+
+    def _schedule_initial_delay_end(
+        self, group_id: str, deadline: int, delay: int, remaining: int
+    ) -> None:
+        """A new group's join phase ends at `deadline`, unless members joined meanwhile."""
+        self._runtime.schedule(
+            (_JOIN, group_id),
+            deadline,
+            lambda now_ms: self._on_initial_delay_end(group_id, delay, remaining, now_ms),
+        )
+
+    def _schedule_sync_expiry(self, group_id: str, deadline: int, generation: int) -> None:
+        """Members of `generation` that have not synced by `deadline` are dropped."""
+        self._runtime.schedule(
+            (_SYNC, group_id),
+            deadline,
+            lambda now_ms: self._expire_pending_sync(group_id, generation, now_ms),
+        )
+
+    def _schedule_expiry(self, now_ms: int) -> None:
+        """The next offsets retention check."""
+        self._runtime.schedule(
+            (_EXPIRE,),
+            now_ms + self.config.offsets_retention_check_interval_ms,
+            self._cleanup_group_metadata,
+        )
 
     @staticmethod
     def _join_error(waiter: Waiter, error: ErrorCode, member_id: str = "") -> Reply:
@@ -448,7 +391,7 @@ class GroupCoordinator:
             if waiter is not None:
                 actions.append(Reply(waiter.token, R.sync_group(E.UNKNOWN_MEMBER_ID)))
         group.remove(member_id)
-        self._cancel_timer((_HEARTBEAT, group.group_id, member_id))
+        self._runtime.cancel_timer((_HEARTBEAT, group.group_id, member_id))
         return actions
 
     def _group_metadata_record(self, group: Group, assignment: dict[str, bytes]):
@@ -512,7 +455,7 @@ class GroupCoordinator:
             # A new group waits group.initial.rebalance.delay.ms for more members.
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms - delay, 0)
-            self._schedule((_JOIN, group.group_id), now_ms + delay, ("initial", delay, remaining))
+            self._schedule_initial_delay_end(group.group_id, now_ms + delay, delay, remaining)
         group.transition(Event.PREPARE_REBALANCE, now_ms)
         log.info(
             "preparing to rebalance group %s with old generation %d",
@@ -526,7 +469,7 @@ class GroupCoordinator:
     def _maybe_complete_join_else_schedule(self, group: Group, now_ms: int) -> list[Action]:
         if group.has_all_members_joined:
             return self._complete_join(group, now_ms)
-        self._schedule((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms, ("complete",))
+        self._schedule_join_end(group.group_id, now_ms + group.rebalance_timeout_ms)
         return []
 
     def _maybe_complete_join_phase(self, group: Group, now_ms: int) -> list[Action]:
@@ -538,28 +481,32 @@ class GroupCoordinator:
             return []
         return self._complete_join(group, now_ms)
 
-    def _on_join_timer(self, group_id: str, args: tuple, now_ms: int) -> list[Action]:
+    def _on_join_timeout(self, group_id: str, now_ms: int) -> list[Action]:
         group = self._groups.get(group_id)
         if group is None:
             return []
-        if args and args[0] == "initial":
-            _, delay, remaining = args
-            if group.new_member_added and remaining != 0:
-                # Someone joined during the delay: wait once more, at most
-                # group.initial.rebalance.delay.ms, within the rebalance timeout.
-                group.new_member_added = False
-                new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
-                new_remaining = max(remaining - delay, 0)
-                self._schedule(
-                    (_JOIN, group_id), now_ms + new_delay, ("initial", new_delay, new_remaining)
-                )
-                return []
+        return self._complete_join(group, now_ms)
+
+    def _on_initial_delay_end(
+        self, group_id: str, delay: int, remaining: int, now_ms: int
+    ) -> list[Action]:
+        group = self._groups.get(group_id)
+        if group is None:
+            return []
+        if group.new_member_added and remaining != 0:
+            # Someone joined during the delay: wait once more, at most
+            # group.initial.rebalance.delay.ms, within the rebalance timeout.
+            group.new_member_added = False
+            new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
+            new_remaining = max(remaining - delay, 0)
+            self._schedule_initial_delay_end(group_id, now_ms + new_delay, new_delay, new_remaining)
+            return []
         return self._complete_join(group, now_ms)
 
     def _complete_join(self, group: Group, now_ms: int) -> list[Action]:
         """End the join phase: drop dynamic members that did not rejoin, start
         the next generation, answer every parked JoinGroup."""
-        self._cancel_timer((_JOIN, group.group_id))
+        self._runtime.cancel_timer((_JOIN, group.group_id))
         if group.state is not S.PREPARING_REBALANCE:
             return []
         actions: list[Action] = []
@@ -570,14 +517,14 @@ class GroupCoordinator:
             # Nobody rejoined: wait another rebalance timeout for the session
             # timeouts to clear out the silent members.
             log.warning("group %s could not complete rebalance: no member rejoined", group.group_id)
-            self._schedule(
-                (_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms, ("complete",)
-            )
+            self._schedule_join_end(group.group_id, now_ms + group.rebalance_timeout_ms)
             return actions
         group.init_next_generation(now_ms)
         if group.state is S.EMPTY:
             log.info("group %s with generation %d is now empty", group.group_id, group.generation)
-            actions.append(self._persist(group.partition, [self._group_metadata_record(group, {})]))
+            actions.append(
+                self._runtime.persist(group.partition, [self._group_metadata_record(group, {})])
+            )
             return actions
         log.info(
             "stabilized group %s generation %d with %d members",
@@ -592,19 +539,19 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, member, now_ms)
             member.is_new = False
             group.pending_sync.add(member.member_id)
-        self._schedule(
-            (_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms, (group.generation,)
+        self._schedule_sync_expiry(
+            group.group_id, now_ms + group.rebalance_timeout_ms, group.generation
         )
         return actions
 
     def _remove_sync_expiration(self, group: Group) -> None:
         group.pending_sync.clear()
-        self._cancel_timer((_SYNC, group.group_id))
+        self._runtime.cancel_timer((_SYNC, group.group_id))
 
     def _remove_pending_sync_member(self, group: Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)
         if group.state in (S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
-            self._cancel_timer((_SYNC, group.group_id))
+            self._runtime.cancel_timer((_SYNC, group.group_id))
 
     def _expire_pending_sync(self, group_id: str, generation: int, now_ms: int) -> list[Action]:
         group = self._groups.get(group_id)
@@ -736,7 +683,7 @@ class GroupCoordinator:
         if is_new_group and not any(isinstance(a, Persist) for a in actions):
             # Kafka writes an empty group record so the new group is in the log.
             actions.append(
-                self._persist(group.partition, [self._empty_group_metadata_record(group)])
+                self._runtime.persist(group.partition, [self._empty_group_metadata_record(group)])
             )
         return actions
 
@@ -773,8 +720,8 @@ class GroupCoordinator:
         if join.waiter.version >= 4:
             # From v4 a new member first gets its id, then joins with it.
             group.pending_members.add(new_member_id)
-            self._schedule(
-                (_HEARTBEAT, group.group_id, new_member_id), now_ms + join.session_timeout_ms
+            self._schedule_member_expiry(
+                group.group_id, new_member_id, now_ms + join.session_timeout_ms
             )
             return [self._join_error(join.waiter, E.MEMBER_ID_REQUIRED, new_member_id)]
         return self._add_member_and_rebalance(group, join, new_member_id, now_ms)
@@ -871,7 +818,7 @@ class GroupCoordinator:
             actions.append(self._join_error(fenced_join, E.FENCED_INSTANCE_ID, old_id))
         if fenced_sync is not None:
             actions.append(Reply(fenced_sync.token, R.sync_group(E.FENCED_INSTANCE_ID)))
-        self._cancel_timer((_HEARTBEAT, group.group_id, old_id))
+        self._runtime.cancel_timer((_HEARTBEAT, group.group_id, old_id))
         self._schedule_heartbeat(group, member, now_ms)
         old_protocols = member.protocols
         old_rebalance_timeout = member.rebalance_timeout_ms
@@ -885,7 +832,7 @@ class GroupCoordinator:
                 return actions + self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
             # The protocol stays: no rebalance. Persist the new member id, then
             # answer with the current generation (the member keeps its assignment).
-            persist = self._persist(
+            persist = self._runtime.persist(
                 group.partition, [self._group_metadata_record(group, group.assignments())]
             )
             waiter = join.waiter
@@ -935,7 +882,7 @@ class GroupCoordinator:
                     )
                 return [Reply(waiter.token, body)]
 
-            self._then(persist, done)
+            self._runtime.then(persist, done)
             actions.append(persist)
             return actions
         if group.state is S.COMPLETING_REBALANCE:
@@ -974,7 +921,7 @@ class GroupCoordinator:
         protocols, rebalance_timeout, session_timeout = old
         group.update_member(member, protocols, rebalance_timeout, session_timeout, None)
         old_member, _, _ = group.replace_static_member(instance_id, member.member_id, old_id)
-        self._cancel_timer((_HEARTBEAT, group.group_id, member.member_id))
+        self._runtime.cancel_timer((_HEARTBEAT, group.group_id, member.member_id))
         self._schedule_heartbeat(group, old_member, now_ms)
         return [reply]
 
@@ -1049,7 +996,9 @@ class GroupCoordinator:
             group_id,
             generation,
         )
-        persist = self._persist(group.partition, [self._group_metadata_record(group, assignment)])
+        persist = self._runtime.persist(
+            group.partition, [self._group_metadata_record(group, assignment)]
+        )
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
             # Another member may have started a rebalance meanwhile: then do nothing.
@@ -1066,7 +1015,7 @@ class GroupCoordinator:
             group.transition(Event.ASSIGNMENT_STORED, done_ms)
             return out
 
-        self._then(persist, done)
+        self._runtime.then(persist, done)
         actions.append(persist)
         return actions
 
@@ -1152,7 +1101,7 @@ class GroupCoordinator:
                     results.append(R.leave_member(member_id, instance_id, E.UNKNOWN_MEMBER_ID))
             elif member_id in group.pending_members:
                 group.remove(member_id)
-                self._cancel_timer((_HEARTBEAT, group_id, member_id))
+                self._runtime.cancel_timer((_HEARTBEAT, group_id, member_id))
                 results.append(R.leave_member(member_id, instance_id))
                 removed_any = True
             else:
@@ -1183,7 +1132,7 @@ class GroupCoordinator:
                 return [Reply(token, R.leave_group(v, code))]
             return [Reply(token, R.leave_group(v, members=results))]
 
-        self._after_all(persists, done)
+        self._runtime.after_all(persists, done)
         return actions
 
     # =========================================================================
@@ -1298,7 +1247,7 @@ class GroupCoordinator:
 
         if not records:
             return [reply()]
-        persist = self._persist(group.partition, records)
+        persist = self._runtime.persist(group.partition, records)
         pending = self._pending_commits.setdefault(group_id, {})
         for tp, _ in staged:
             pending[tp] = pending.get(tp, 0) + 1
@@ -1316,7 +1265,7 @@ class GroupCoordinator:
                 self._pending_commits.pop(group_id, None)
             if error != NONE:
                 return [reply(append_error_to_response_error(error))]
-            if self._partitions.get(partition) is PartitionState.ACTIVE:
+            if self._runtime.is_active(partition):
                 for (topic, part), oam in staged:
                     key = (group_id, topic, part)
                     if self._tombstoned.get(key, 0) > write_id:
@@ -1329,7 +1278,7 @@ class GroupCoordinator:
                     self._offsets.setdefault(group_id, {})[(topic, part)] = oam
             return [reply()]
 
-        self._then(persist, done)
+        self._runtime.then(persist, done)
         return [persist]
 
     def offset_fetch(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
@@ -1426,7 +1375,7 @@ class GroupCoordinator:
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
             # Writes of a partition complete in order: every commit emitted
             # before this tombstone is settled now.
-            revert = error != NONE and self._partitions.get(partition) is PartitionState.ACTIVE
+            revert = error != NONE and self._runtime.is_active(partition)
             if revert:
                 for snap in groups:
                     self._restore_group(snap, done_ms)
@@ -1442,7 +1391,7 @@ class GroupCoordinator:
                     self._offsets.setdefault(group_id, {}).setdefault((topic, part), value)
             return []
 
-        self._then(persist, done)
+        self._runtime.then(persist, done)
 
     def _restore_group(self, snap: _GroupSnapshot, now_ms: int) -> None:
         current = self._groups.get(snap.group_id)
@@ -1503,7 +1452,7 @@ class GroupCoordinator:
             return [Reply(token, R.offset_delete(topics=results))]
         records: list = []
         removed = self._tombstone_offsets(group_id, to_delete, records)
-        persist = self._persist(group.partition, records)
+        persist = self._runtime.persist(group.partition, records)
         self._mark_tombstones(persist, removed)
 
         def done(error: ErrorCode, _now: int) -> list[Action]:
@@ -1511,7 +1460,7 @@ class GroupCoordinator:
                 return [Reply(token, R.offset_delete(append_error_to_response_error(error)))]
             return [Reply(token, R.offset_delete(topics=results))]
 
-        self._then(persist, done)
+        self._runtime.then(persist, done)
         return [persist]
 
     # =========================================================================
@@ -1565,7 +1514,7 @@ class GroupCoordinator:
         return [Reply(ctx.token, R.describe_groups(described))]
 
     def list_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        if any(s is PartitionState.LOADING for s in self._partitions.values()):
+        if self._runtime.any_loading():
             return [Reply(ctx.token, R.list_groups(E.COORDINATOR_LOAD_IN_PROGRESS))]
         states = {s.strip().lower() for s in req.states_filter}
         types = {t.lower() if t.lower() in _GROUP_TYPES else "unknown" for t in req.types_filter}
@@ -1579,8 +1528,7 @@ class GroupCoordinator:
                 "group_type": "classic",
             }
             for g in self._groups.values()
-            if (not states or g.state.lower in states)
-            and self._partitions.get(g.partition) is PartitionState.ACTIVE
+            if (not states or g.state.lower in states) and self._runtime.is_active(g.partition)
         ]
         return [Reply(ctx.token, R.list_groups(groups=listed))]
 
@@ -1621,7 +1569,7 @@ class GroupCoordinator:
             return [Reply(token, R.delete_groups([(g, e) for g, e in results]))]
         persists = []
         for partition, records in records_by_partition.items():
-            persist = self._persist(partition, records)
+            persist = self._runtime.persist(partition, records)
             self._mark_tombstones(
                 persist,
                 removed_by_partition.get(partition, []),
@@ -1638,7 +1586,7 @@ class GroupCoordinator:
                 out.append((group_id, err))
             return [Reply(token, R.delete_groups(out))]
 
-        self._after_all(persists, done)
+        self._runtime.after_all(persists, done)
         return list(persists)
 
     # =========================================================================
@@ -1693,12 +1641,12 @@ class GroupCoordinator:
         return all_expired, self._tombstone_offsets(group_id, expired, records) if expired else []
 
     def _cleanup_group_metadata(self, now_ms: int) -> list[Action]:
-        self._schedule((_EXPIRE,), now_ms + self.config.offsets_retention_check_interval_ms)
+        self._schedule_expiry(now_ms)
         records_by_partition: dict[int, list] = {}
         removed_by_partition: dict[int, list] = {}
         groups_by_partition: dict[int, list] = {}
         for group in list(self._groups.values()):
-            if self._partitions.get(group.partition) is not PartitionState.ACTIVE:
+            if not self._runtime.is_active(group.partition):
                 continue
             records = records_by_partition.setdefault(group.partition, [])
             all_expired, removed = self._cleanup_expired_offsets(group, records, now_ms)
@@ -1712,7 +1660,7 @@ class GroupCoordinator:
         actions: list[Action] = []
         for partition, records in records_by_partition.items():
             if records:
-                persist = self._persist(partition, records)
+                persist = self._runtime.persist(partition, records)
                 self._mark_tombstones(
                     persist,
                     removed_by_partition.get(partition, []),
