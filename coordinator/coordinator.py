@@ -32,7 +32,6 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator import responses as R
 from coordinator.actions import Action, Persist, Reply
@@ -49,6 +48,8 @@ from coordinator.records import (
     encode_offset_commit,
     encode_offset_tombstone,
 )
+from coordinator.request_context import RequestContext
+from coordinator.responses import append_error_to_response_error
 from coordinator.runtime import CoordinatorRuntime, PartitionState
 from coordinator.state import Event, GroupState
 from wire.api_keys import ApiKey
@@ -68,37 +69,12 @@ _EXPIRE = "expire"  # (kind,): offsets retention check
 
 
 @dataclass(frozen=True, slots=True)
-class RequestContext:
-    """Who asked: `token` comes back in the Reply; `client_host` is shown by
-    DescribeGroups (Kafka shows the address as "/127.0.0.1")."""
-
-    token: Any
-    api_version: int
-    client_id: str = ""
-    client_host: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     offset: int
     leader_epoch: int  # -1: none
     metadata: str
     commit_timestamp_ms: int
     expire_timestamp_ms: int | None = None  # only commits with an explicit retention
-
-
-def append_error_to_response_error(error: int) -> ErrorCode:
-    """How Kafka reports a failed `__consumer_offsets` append to the client
-    (GroupMetadataManager.appendGroupMetadataErrorToResponseError and
-    CoordinatorOperationExceptionHelper)."""
-    error = ErrorCode(error)
-    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.UNKNOWN_SERVER_ERROR
-    return error
 
 
 def _utf16_len(s: str) -> int:
