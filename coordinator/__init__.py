@@ -12,8 +12,9 @@ see `coordinator.actions` for the ordering contract.
 
 from coordinator.actions import Action, Persist, Record, Reply
 from coordinator.config import CoordinatorConfig
-from coordinator.coordinator import GroupCoordinator, OffsetAndMetadata
+from coordinator.coordinator import GroupCoordinator
 from coordinator.hashing import coordinator_partition, java_string_hashcode, kafka_abs
+from coordinator.offsets import OffsetAndMetadata
 from coordinator.request_context import RequestContext
 from coordinator.responses import append_error_to_response_error
 from coordinator.runtime import CoordinatorRuntime, CoordinatorShard, PartitionState
