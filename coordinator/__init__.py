@@ -8,6 +8,10 @@
 
 Actions are `Reply(token, response)` and `Persist(write_id, partition, records)`;
 see `coordinator.actions` for the ordering contract.
+
+`CoordinatorRuntime` (loading, confirmed writes, timers) is not specific to
+groups: another coordinator over its own internal topic is a
+`CoordinatorShard` it runs (see `coordinator.runtime`).
 """
 
 from coordinator.actions import Action, Persist, Record, Reply
