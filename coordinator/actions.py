@@ -9,8 +9,9 @@ them out:
   parked JoinGroup is answered when the join phase completes, a parked
   SyncGroup when the leader's assignment is stored.
 - `Persist(write_id, partition, records)`: append `records` to partition
-  `partition` of `__consumer_offsets` (one batch, in order), then report the
-  outcome with `GroupCoordinator.persisted(write_id, now_ms, error)`.
+  `partition` of the coordinator's topic (`__consumer_offsets` for groups),
+  as one batch, in order, then report the outcome with the coordinator's
+  `persisted(write_id, now_ms, error)`.
 
 "Reply after persisted": a reply that depends on records being durable (an
 offset commit's, the SyncGroups of a new generation, a LeaveGroup that emptied
@@ -28,7 +29,7 @@ from typing import Any, NamedTuple
 
 
 class Record(NamedTuple):
-    """One `__consumer_offsets` record: serialized key, value (None: tombstone)."""
+    """One record of the coordinator's topic: serialized key, value (None: tombstone)."""
 
     key: bytes
     value: bytes | None

@@ -1,4 +1,4 @@
-"""The classic consumer-group coordinator, without I/O.
+"""The classic consumer-group coordinator, without I/O: the façade the broker drives.
 
 One `GroupCoordinator` serves every group of the broker: it knows which
 `__consumer_offsets` partitions this broker leads (`begin_loading` /
@@ -14,12 +14,16 @@ the clock, sleeps or touches a socket.
 commit timestamps and state timestamps go into the log and are compared with
 the clock of a later process (offsets retention).
 
-State and the log: offset commits take effect once their write is reported
-durable; tombstones (DeleteGroups, OffsetDelete, expiry) take effect at once
-and are undone if their write fails. Group metadata (generations, members)
-changes at once and, as in Kafka, is not undone when its write fails: a failed
-assignment write fails the SyncGroups and rebalances, a failed static rejoin
-keeps the old member id, and a failed "now empty" record is only logged.
+The work is done by parts split as Kafka splits its group coordinator:
+
+- `runtime.CoordinatorRuntime`: loading states, writes and their
+  confirmation, timers (Kafka's CoordinatorRuntime); this class is its shard;
+- `membership.Membership`: the groups, JoinGroup, SyncGroup, Heartbeat,
+  LeaveGroup (GroupMetadataManager, classic groups);
+- `offsets.Offsets`: OffsetCommit, OffsetFetch, OffsetDelete, offset expiry
+  (OffsetMetadataManager);
+- `admin.GroupAdmin`: DescribeGroups, ListGroups, DeleteGroups;
+- `replay`: groups and offsets rebuilt from the log while loading.
 
 The rules follow Kafka 4.x's GroupMetadataManager/OffsetMetadataManager for
 classic groups (and the 3.x GroupCoordinator where the two agree); comments
@@ -28,101 +32,22 @@ name the deliberate differences.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
 
-from coordinator import responses as R
-from coordinator.actions import Action, Persist, Record, Reply
+from coordinator.actions import Action
+from coordinator.admin import GroupAdmin
 from coordinator.config import CoordinatorConfig
-from coordinator.group import Group, Member, Waiter
-from coordinator.hashing import coordinator_partition
-from coordinator.records import (
-    GroupMetadataRecord,
-    MemberMetadataRecord,
-    OffsetCommitRecord,
-    decode_record,
-    encode_group_metadata,
-    encode_group_tombstone,
-    encode_offset_commit,
-    encode_offset_tombstone,
-)
-from coordinator.state import Event, GroupState
-from coordinator.timers import Timers
+from coordinator.group import Group
+from coordinator.membership import Membership
+from coordinator.offsets import OffsetAndMetadata, Offsets
+from coordinator.replay import replay_records
+from coordinator.request_context import RequestContext
+from coordinator.runtime import CoordinatorRuntime, PartitionState
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-log = logging.getLogger(__name__)
-
-E = ErrorCode
 NONE = ErrorCode.NONE
-S = GroupState
-
-# Timer kinds (the first element of a timer key).
-_HEARTBEAT = "heartbeat"  # (kind, group id, member id): session / join timeout
-_JOIN = "join"  # (kind, group id): end of the join phase (or an initial-delay step)
-_SYNC = "sync"  # (kind, group id): members that have not synced are dropped
-_EXPIRE = "expire"  # (kind,): offsets retention check
-
-
-class PartitionState(Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """Who asked: `token` comes back in the Reply; `client_host` is shown by
-    DescribeGroups (Kafka shows the address as "/127.0.0.1")."""
-
-    token: Any
-    api_version: int
-    client_id: str = ""
-    client_host: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int  # -1: none
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int | None = None  # only commits with an explicit retention
-
-
-# A continuation run when a write completes: (error, now_ms) -> actions.
-Continuation = Callable[[ErrorCode, int], list[Action]]
-
-
-@dataclass(slots=True)
-class _Write:
-    partition: int
-    callbacks: list[Continuation] = field(default_factory=list)
-
-
-def append_error_to_response_error(error: int) -> ErrorCode:
-    """How Kafka reports a failed `__consumer_offsets` append to the client
-    (GroupMetadataManager.appendGroupMetadataErrorToResponseError and
-    CoordinatorOperationExceptionHelper)."""
-    error = ErrorCode(error)
-    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-        return E.UNKNOWN_SERVER_ERROR
-    return error
-
-
-def _utf16_len(s: str) -> int:
-    """Java's String.length()."""
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
-
-
-_GROUP_TYPES = {"classic", "consumer", "share", "streams"}
 
 
 class GroupCoordinator:
@@ -132,43 +57,50 @@ class GroupCoordinator:
         *,
         new_uuid: Callable[[], str] | None = None,
     ):
-        self.config = config or CoordinatorConfig()
-        self._new_uuid = new_uuid or (lambda: str(uuid.uuid4()))
-        self._partitions: dict[int, PartitionState] = {}
-        self._groups: dict[str, Group] = {}
-        # Committed (durable) offsets, by group, as Kafka keeps them: apart from the
-        # group objects, so replaying a group's metadata does not touch them.
-        self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        # Offset commits appended but not yet reported durable: count per partition.
-        self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
-        # (group, topic, partition) -> write id of the latest tombstone emitted for it;
-        # a commit written before that tombstone must not resurrect the offset.
-        self._tombstoned: dict[tuple[str, str, int], int] = {}
-        # The value a commit made durable just before a pending tombstone of the
-        # same partition: what the log holds if that tombstone fails.
-        self._shadowed: dict[tuple[str, str, int], OffsetAndMetadata] = {}
-        self._timers = Timers()
-        self._timer_args: dict[tuple, tuple] = {}
-        self._writes: dict[int, _Write] = {}
-        self._next_write_id = 1
+        self._config = config or CoordinatorConfig()
+        self._runtime = CoordinatorRuntime(self)
+        self._membership = Membership(
+            self._config, self._runtime, new_uuid or (lambda: str(uuid.uuid4()))
+        )
+        self._offsets = Offsets(self._config, self._runtime, self._membership)
+        self._admin = GroupAdmin(self._runtime, self._membership, self._offsets)
+        self._handlers = {
+            ApiKey.JOIN_GROUP: self._membership.join_group,
+            ApiKey.SYNC_GROUP: self._membership.sync_group,
+            ApiKey.HEARTBEAT: self._membership.heartbeat,
+            ApiKey.LEAVE_GROUP: self._membership.leave_group,
+            ApiKey.OFFSET_COMMIT: self._offsets.offset_commit,
+            ApiKey.OFFSET_FETCH: self._offsets.offset_fetch,
+            ApiKey.OFFSET_DELETE: self._offsets.offset_delete,
+            ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
+            ApiKey.LIST_GROUPS: self._admin.list_groups,
+            ApiKey.DELETE_GROUPS: self._admin.delete_groups,
+        }
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: CoordinatorConfig) -> None:
+        """New settings apply to every part from the next request or timer on."""
+        self._config = config
+        self._membership.config = config
+        self._offsets.config = config
 
     # =========================================================================
-    # Partitions, loading, timers, persistence
+    # Partitions, loading, timers, writes (the runtime's, for the broker)
     # =========================================================================
 
     def partition_for(self, group_id: str) -> int:
-        return coordinator_partition(group_id, self.config.offsets_topic_num_partitions)
+        return self._membership.partition_for(group_id)
 
     def partition_state(self, partition: int) -> PartitionState | None:
-        return self._partitions.get(partition)
+        return self._runtime.partition_state(partition)
 
     def begin_loading(self, partition: int) -> None:
         """This broker now leads `partition`; answer LOAD_IN_PROGRESS until finish_loading."""
-        if partition in self._partitions:
-            raise ValueError(
-                f"partition {partition} is already {self._partitions[partition].value}"
-            )
-        self._partitions[partition] = PartitionState.LOADING
+        self._runtime.begin_loading(partition)
 
     def replay(self, partition: int, records: Iterable, now_ms: int) -> None:
         """Apply `__consumer_offsets` records of `partition` in log order.
@@ -178,1658 +110,107 @@ class GroupCoordinator:
         classic group metadata are skipped; a malformed record raises
         `RecordDecodeError`.
         """
-        if self._partitions.get(partition) is not PartitionState.LOADING:
-            raise ValueError(f"partition {partition} is not loading")
-        for key, value in records:
-            rec = decode_record(key, value)
-            if isinstance(rec, OffsetCommitRecord):
-                self._replay_offset(rec, now_ms)
-            elif isinstance(rec, GroupMetadataRecord):
-                self._replay_group(rec, now_ms)
+        self._runtime.replay(partition, records, now_ms)
 
     def finish_loading(self, partition: int, now_ms: int) -> list[Action]:
         """The partition is replayed: serve its groups (Kafka's onLoaded)."""
-        if self._partitions.get(partition) is not PartitionState.LOADING:
-            raise ValueError(f"partition {partition} is not loading")
-        self._partitions[partition] = PartitionState.ACTIVE
-        actions: list[Action] = []
-        for group in list(self._groups.values()):
-            if group.partition != partition:
-                continue
-            for member in group.members.values():
-                self._schedule_heartbeat(group, member, now_ms)
-            if len(group.members) > self.config.group_max_size:
-                log.info("group %s is over capacity after loading; rebalancing", group.group_id)
-                actions += self._prepare_rebalance(group, now_ms)
-        if (_EXPIRE,) not in self._timers:
-            self._timers.schedule(
-                (_EXPIRE,), now_ms + self.config.offsets_retention_check_interval_ms
-            )
-        return actions
+        return self._runtime.finish_loading(partition, now_ms)
 
     def load(self, partition: int, records: Iterable, now_ms: int) -> list[Action]:
         """begin_loading + replay + finish_loading."""
-        self.begin_loading(partition)
-        self.replay(partition, records, now_ms)
-        return self.finish_loading(partition, now_ms)
+        return self._runtime.load(partition, records, now_ms)
 
     def unload(self, partition: int, now_ms: int) -> list[Action]:
         """This broker no longer leads `partition`: forget its groups (they go
         Dead) and answer their parked requests, and the requests waiting for
         its writes, NOT_COORDINATOR."""
-        if self._partitions.pop(partition, None) is None:
-            return []
-        actions: list[Action] = []
-        for group in [g for g in self._groups.values() if g.partition == partition]:
-            for member in group.members.values():
-                waiter = group.take_join_waiter(member)
-                if waiter is not None:
-                    actions.append(self._join_error(waiter, E.NOT_COORDINATOR, member.member_id))
-                waiter = group.take_sync_waiter(member)
-                if waiter is not None:
-                    actions.append(Reply(waiter.token, R.sync_group(E.NOT_COORDINATOR)))
-            group.transition(Event.REMOVE, now_ms)
-            self._forget_group(group)
-        for gid in [g for g in self._offsets if self.partition_for(g) == partition]:
-            del self._offsets[gid]
-        for gid in [g for g in self._pending_commits if self.partition_for(g) == partition]:
-            del self._pending_commits[gid]
-        for key in [k for k in self._tombstoned if self.partition_for(k[0]) == partition]:
-            del self._tombstoned[key]
-        for key in [k for k in self._shadowed if self.partition_for(k[0]) == partition]:
-            del self._shadowed[key]
-        if not self._partitions:
-            self._timers.cancel((_EXPIRE,))
-        # Writes still in flight fail now (their requests get NOT_COORDINATOR); a
-        # later persisted() for them is ignored.
-        for write_id in [w for w, write in self._writes.items() if write.partition == partition]:
-            actions += self.persisted(write_id, now_ms, E.NOT_COORDINATOR)
-        return actions
+        return self._runtime.unload(partition, now_ms)
 
     def next_deadline(self) -> int | None:
         """When `tick` has something to do (ms), or None."""
-        return self._timers.next_deadline()
+        return self._runtime.next_deadline()
 
     def tick(self, now_ms: int) -> list[Action]:
         """Fire the timers due at `now_ms`."""
-        actions: list[Action] = []
-        due = self._timers.take_due(now_ms)
-        try:
-            for entry in due:
-                if not self._timers.claim(entry):
-                    continue
-                key = entry[2]
-                args = self._timer_args.pop(key, ())
-                kind = key[0]
-                if kind == _HEARTBEAT:
-                    actions += self._expire_heartbeat(key[1], key[2], now_ms)
-                elif kind == _JOIN:
-                    actions += self._on_join_timer(key[1], args, now_ms)
-                elif kind == _SYNC:
-                    actions += self._expire_pending_sync(key[1], args[0], now_ms)
-                elif kind == _EXPIRE:
-                    actions += self._cleanup_group_metadata(now_ms)
-        finally:
-            self._timers.restore(due)  # unfired ones, if a callback raised
+        return self._runtime.tick(now_ms)
+
+    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
+        """Report how the Persist `write_id` ended: NONE once its records are
+        durable (as acks=all would need), else the append's error code."""
+        return self._runtime.persisted(write_id, now_ms, error)
+
+    # --- CoordinatorShard: called by the runtime, not by the broker ---------------
+
+    def replay_records(self, partition: int, records: Iterable, now_ms: int) -> None:
+        replay_records(records, self._membership, self._offsets, now_ms)
+
+    def on_loaded(self, partition: int, now_ms: int) -> list[Action]:
+        actions = self._membership.on_loaded(partition, now_ms)
+        self._offsets.on_loaded(partition, now_ms)
         return actions
+
+    def on_unloaded(self, partition: int, now_ms: int) -> list[Action]:
+        actions = self._membership.on_unloaded(partition, now_ms)
+        self._offsets.on_unloaded(partition, now_ms)
+        return actions
+
+    # =========================================================================
+    # Requests, and news from the rest of the broker
+    # =========================================================================
+
+    def handle(self, api_key: int, ctx: RequestContext, request, now_ms: int) -> list[Action]:
+        """Dispatch a group API request by key."""
+        handler = self._handlers.get(ApiKey(api_key))
+        if handler is None:
+            raise ValueError(f"api key {api_key} is not a group API")
+        return handler(ctx, request, now_ms)
+
+    def join_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._membership.join_group(ctx, req, now_ms)
+
+    def sync_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._membership.sync_group(ctx, req, now_ms)
+
+    def heartbeat(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._membership.heartbeat(ctx, req, now_ms)
+
+    def leave_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._membership.leave_group(ctx, req, now_ms)
+
+    def offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._offsets.offset_commit(ctx, req, now_ms)
+
+    def offset_fetch(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._offsets.offset_fetch(ctx, req, now_ms)
+
+    def offset_delete(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._offsets.offset_delete(ctx, req, now_ms)
+
+    def describe_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._admin.describe_groups(ctx, req, now_ms)
+
+    def list_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._admin.list_groups(ctx, req, now_ms)
+
+    def delete_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._admin.delete_groups(ctx, req, now_ms)
 
     def partitions_deleted(self, tps: Iterable[tuple[str, int]], now_ms: int) -> list[Action]:
         """Topic partitions were deleted: every group forgets its offsets for them
         (Kafka's onPartitionsDeleted), so a topic created again under the same
         name is not read from an old position. The groups themselves stay; an
         Empty one without offsets goes at the next retention check."""
-        deleted = set(tps)
-        records_by_partition: dict[int, list] = {}
-        removed_by_partition: dict[int, list] = {}
-        for group in list(self._groups.values()):
-            if self._partitions.get(group.partition) is not PartitionState.ACTIVE:
-                continue
-            group_id = group.group_id
-            known = list(self._offsets.get(group_id, {})) + [
-                tp
-                for tp in self._pending_commits.get(group_id, {})
-                if tp not in self._offsets.get(group_id, {})
-            ]
-            gone = [tp for tp in known if tp in deleted]
-            if not gone:
-                continue
-            records = records_by_partition.setdefault(group.partition, [])
-            removed_by_partition.setdefault(group.partition, []).extend(
-                self._tombstone_offsets(group_id, gone, records)
-            )
-        actions: list[Action] = []
-        for partition, records in records_by_partition.items():
-            persist = self._persist(partition, records)
-            self._mark_tombstones(persist, removed_by_partition[partition])
-            actions.append(persist)
-        return actions
-
-    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
-        """Report how the Persist `write_id` ended: NONE once its records are
-        durable (as acks=all would need), else the append's error code."""
-        write = self._writes.pop(write_id, None)
-        if write is None:
-            return []
-        err = ErrorCode(error)
-        actions: list[Action] = []
-        for callback in write.callbacks:
-            actions += callback(err, now_ms)
-        return actions
-
-    def _persist(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> Persist:
-        write_id = self._next_write_id
-        self._next_write_id += 1
-        self._writes[write_id] = _Write(partition)
-        return Persist(write_id, partition, tuple(Record(k, v) for k, v in records))
-
-    def _then(self, persist: Persist, callback: Continuation) -> None:
-        self._writes[persist.write_id].callbacks.append(callback)
-
-    def _after_all(
-        self, persists: list[Persist], done: Callable[[dict[int, ErrorCode], int], list[Action]]
-    ) -> None:
-        """Run `done(errors by partition, now)` once every one of `persists` completed."""
-        left = [len(persists)]
-        errors: dict[int, ErrorCode] = {}
-
-        def on_one(partition: int) -> Continuation:
-            def callback(error: ErrorCode, now_ms: int) -> list[Action]:
-                if error != NONE:
-                    errors[partition] = error
-                left[0] -= 1
-                return done(errors, now_ms) if left[0] == 0 else []
-
-            return callback
-
-        for p in persists:
-            self._then(p, on_one(p.partition))
-
-    def _status_error(self, group_id: str) -> ErrorCode | None:
-        state = self._partitions.get(self.partition_for(group_id))
-        if state is None:
-            return E.NOT_COORDINATOR
-        if state is PartitionState.LOADING:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        return None
-
-    # =========================================================================
-    # Generic entry point
-    # =========================================================================
-
-    def handle(self, api_key: int, ctx: RequestContext, request, now_ms: int) -> list[Action]:
-        """Dispatch a group API request by key."""
-        handler = {
-            ApiKey.JOIN_GROUP: self.join_group,
-            ApiKey.SYNC_GROUP: self.sync_group,
-            ApiKey.HEARTBEAT: self.heartbeat,
-            ApiKey.LEAVE_GROUP: self.leave_group,
-            ApiKey.OFFSET_COMMIT: self.offset_commit,
-            ApiKey.OFFSET_FETCH: self.offset_fetch,
-            ApiKey.DESCRIBE_GROUPS: self.describe_groups,
-            ApiKey.LIST_GROUPS: self.list_groups,
-            ApiKey.DELETE_GROUPS: self.delete_groups,
-            ApiKey.OFFSET_DELETE: self.offset_delete,
-        }.get(ApiKey(api_key))
-        if handler is None:
-            raise ValueError(f"api key {api_key} is not a group API")
-        return handler(ctx, request, now_ms)
-
-    # =========================================================================
-    # Groups and members: shared steps
-    # =========================================================================
-
-    def _create_group(self, group_id: str, now_ms: int) -> Group:
-        group = Group(group_id, self.partition_for(group_id), state_timestamp=now_ms)
-        self._groups[group_id] = group
-        return group
-
-    def _forget_group(self, group: Group) -> None:
-        """Drop a (Dead) group and its timers."""
-        gid = group.group_id
-        if self._groups.get(gid) is group:
-            del self._groups[gid]
-        for mid in list(group.members) + list(group.pending_members):
-            self._cancel_timer((_HEARTBEAT, gid, mid))
-        self._cancel_timer((_JOIN, gid))
-        self._cancel_timer((_SYNC, gid))
-
-    def _schedule(self, key: tuple, deadline: int, args: tuple = ()) -> None:
-        self._timers.schedule(key, deadline)
-        if args:
-            self._timer_args[key] = args
-        else:
-            self._timer_args.pop(key, None)
-
-    def _cancel_timer(self, key: tuple) -> None:
-        self._timers.cancel(key)
-        self._timer_args.pop(key, None)
-
-    def _schedule_heartbeat(
-        self, group: Group, member: Member, now_ms: int, timeout_ms: int | None = None
-    ) -> None:
-        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self._schedule((_HEARTBEAT, group.group_id, member.member_id), now_ms + timeout)
-
-    @staticmethod
-    def _join_error(waiter: Waiter, error: ErrorCode, member_id: str = "") -> Reply:
-        return Reply(waiter.token, R.join_group(waiter.version, error, member_id=member_id))
-
-    def _join_success(self, group: Group, member: Member, waiter: Waiter) -> Reply:
-        leader = group.is_leader(member.member_id)
-        return Reply(
-            waiter.token,
-            R.join_group(
-                waiter.version,
-                member_id=member.member_id,
-                generation_id=group.generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=group.leader_id or "",
-                members=group.join_response_members() if leader else [],
-            ),
-        )
-
-    def _drop_member(
-        self, group: Group, member_id: str, join_error: ErrorCode = E.UNKNOWN_MEMBER_ID
-    ) -> list[Action]:
-        """Remove a member and answer whatever it has parked.
-
-        Kafka answers a parked JoinGroup with UNKNOWN_MEMBER_ID and leaves a
-        parked SyncGroup unanswered; here it gets UNKNOWN_MEMBER_ID too, so the
-        broker never holds a request forever.
-        """
-        actions: list[Action] = []
-        member = group.members.get(member_id)
-        if member is not None:
-            waiter = group.take_join_waiter(member)
-            if waiter is not None:
-                actions.append(self._join_error(waiter, join_error))
-            waiter = group.take_sync_waiter(member)
-            if waiter is not None:
-                actions.append(Reply(waiter.token, R.sync_group(E.UNKNOWN_MEMBER_ID)))
-        group.remove(member_id)
-        self._cancel_timer((_HEARTBEAT, group.group_id, member_id))
-        return actions
-
-    def _group_metadata_record(self, group: Group, assignment: dict[str, bytes]):
-        members = tuple(
-            MemberMetadataRecord(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout=m.rebalance_timeout_ms,
-                session_timeout=m.session_timeout_ms,
-                subscription=m.metadata(group.protocol_name),
-                assignment=assignment[m.member_id],
-            )
-            for m in group.members.values()
-        )
-        return encode_group_metadata(
-            GroupMetadataRecord(
-                group.group_id,
-                protocol_type=group.protocol_type or "",
-                generation=group.generation,
-                protocol=group.protocol_name,
-                leader=group.leader_id,
-                current_state_timestamp=-1
-                if group.state_timestamp is None
-                else group.state_timestamp,
-                members=members,
-            )
-        )
-
-    def _empty_group_metadata_record(self, group: Group):
-        """What Kafka writes when a JoinGroup creates a group and writes nothing else."""
-        return encode_group_metadata(
-            GroupMetadataRecord(
-                group.group_id,
-                protocol_type="",
-                generation=0,
-                current_state_timestamp=-1
-                if group.state_timestamp is None
-                else group.state_timestamp,
-            )
-        )
-
-    # --- the rebalance machinery (Kafka's prepareRebalance & co) ----------------
-
-    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int) -> list[Action]:
-        if group.can_rebalance:
-            return self._prepare_rebalance(group, now_ms)
-        return self._maybe_complete_join_phase(group, now_ms)
-
-    def _prepare_rebalance(self, group: Group, now_ms: int) -> list[Action]:
-        actions: list[Action] = []
-        if group.state is S.COMPLETING_REBALANCE:
-            # Members parked in SyncGroup must rejoin.
-            actions += self._reset_and_propagate_assignment_error(
-                group, E.REBALANCE_IN_PROGRESS, now_ms
-            )
-        self._remove_sync_expiration(group)
-        initial = group.state is S.EMPTY
-        if initial:
-            # A new group waits group.initial.rebalance.delay.ms for more members.
-            delay = self.config.group_initial_rebalance_delay_ms
-            remaining = max(group.rebalance_timeout_ms - delay, 0)
-            self._schedule((_JOIN, group.group_id), now_ms + delay, ("initial", delay, remaining))
-        group.transition(Event.PREPARE_REBALANCE, now_ms)
-        log.info(
-            "preparing to rebalance group %s with old generation %d",
-            group.group_id,
-            group.generation,
-        )
-        if not initial:
-            actions += self._maybe_complete_join_else_schedule(group, now_ms)
-        return actions
-
-    def _maybe_complete_join_else_schedule(self, group: Group, now_ms: int) -> list[Action]:
-        if group.has_all_members_joined:
-            return self._complete_join(group, now_ms)
-        self._schedule((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms, ("complete",))
-        return []
-
-    def _maybe_complete_join_phase(self, group: Group, now_ms: int) -> list[Action]:
-        if group.state is not S.PREPARING_REBALANCE:
-            return []
-        if group.previous_state is S.EMPTY:
-            return []  # the first rebalance always waits for its delay
-        if not group.has_all_members_joined:
-            return []
-        return self._complete_join(group, now_ms)
-
-    def _on_join_timer(self, group_id: str, args: tuple, now_ms: int) -> list[Action]:
-        group = self._groups.get(group_id)
-        if group is None:
-            return []
-        if args and args[0] == "initial":
-            _, delay, remaining = args
-            if group.new_member_added and remaining != 0:
-                # Someone joined during the delay: wait once more, at most
-                # group.initial.rebalance.delay.ms, within the rebalance timeout.
-                group.new_member_added = False
-                new_delay = min(self.config.group_initial_rebalance_delay_ms, remaining)
-                new_remaining = max(remaining - delay, 0)
-                self._schedule(
-                    (_JOIN, group_id), now_ms + new_delay, ("initial", new_delay, new_remaining)
-                )
-                return []
-        return self._complete_join(group, now_ms)
-
-    def _complete_join(self, group: Group, now_ms: int) -> list[Action]:
-        """End the join phase: drop dynamic members that did not rejoin, start
-        the next generation, answer every parked JoinGroup."""
-        self._cancel_timer((_JOIN, group.group_id))
-        if group.state is not S.PREPARING_REBALANCE:
-            return []
-        actions: list[Action] = []
-        for member in group.not_yet_rejoined():
-            if not member.is_static:
-                actions += self._drop_member(group, member.member_id)
-        if not group.maybe_elect_new_joined_leader() and group.members:
-            # Nobody rejoined: wait another rebalance timeout for the session
-            # timeouts to clear out the silent members.
-            log.warning("group %s could not complete rebalance: no member rejoined", group.group_id)
-            self._schedule(
-                (_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms, ("complete",)
-            )
-            return actions
-        group.init_next_generation(now_ms)
-        if group.state is S.EMPTY:
-            log.info("group %s with generation %d is now empty", group.group_id, group.generation)
-            actions.append(self._persist(group.partition, [self._group_metadata_record(group, {})]))
-            return actions
-        log.info(
-            "stabilized group %s generation %d with %d members",
-            group.group_id,
-            group.generation,
-            len(group.members),
-        )
-        for member in group.members.values():
-            waiter = group.take_join_waiter(member)
-            if waiter is not None:
-                actions.append(self._join_success(group, member, waiter))
-            self._schedule_heartbeat(group, member, now_ms)
-            member.is_new = False
-            group.pending_sync.add(member.member_id)
-        self._schedule(
-            (_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms, (group.generation,)
-        )
-        return actions
-
-    def _remove_sync_expiration(self, group: Group) -> None:
-        group.pending_sync.clear()
-        self._cancel_timer((_SYNC, group.group_id))
-
-    def _remove_pending_sync_member(self, group: Group, member_id: str) -> None:
-        group.pending_sync.discard(member_id)
-        if group.state in (S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
-            self._cancel_timer((_SYNC, group.group_id))
-
-    def _expire_pending_sync(self, group_id: str, generation: int, now_ms: int) -> list[Action]:
-        group = self._groups.get(group_id)
-        if group is None or generation != group.generation:
-            return []
-        if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
-            return []
-        actions: list[Action] = []
-        missing = sorted(group.pending_sync)
-        for member_id in missing:
-            actions += self._drop_member(group, member_id)
-        log.info("group %s removed members that did not sync: %s", group_id, missing)
-        return actions + self._prepare_rebalance(group, now_ms)
-
-    def _reset_and_propagate_assignment_error(
-        self, group: Group, error: ErrorCode, now_ms: int
-    ) -> list[Action]:
-        for member in group.members.values():
-            member.assignment = b""
-        return self._propagate_assignment(group, error, now_ms)
-
-    def _set_and_propagate_assignment(
-        self, group: Group, assignment: dict[str, bytes], now_ms: int
-    ) -> list[Action]:
-        for member in group.members.values():
-            member.assignment = assignment.get(member.member_id, b"")
-        return self._propagate_assignment(group, NONE, now_ms)
-
-    def _propagate_assignment(self, group: Group, error: ErrorCode, now_ms: int) -> list[Action]:
-        ok = error == NONE
-        actions: list[Action] = []
-        for member in group.members.values():
-            waiter = group.take_sync_waiter(member)
-            if waiter is None:
-                continue
-            actions.append(
-                Reply(
-                    waiter.token,
-                    R.sync_group(
-                        error,
-                        protocol_type=group.protocol_type if ok else None,
-                        protocol_name=group.protocol_name if ok else None,
-                        assignment=member.assignment,
-                    ),
-                )
-            )
-            # The session restarts once the member has its assignment.
-            self._schedule_heartbeat(group, member, now_ms)
-        return actions
-
-    def _expire_heartbeat(self, group_id: str, member_id: str, now_ms: int) -> list[Action]:
-        group = self._groups.get(group_id)
-        if group is None or group.state is S.DEAD:
-            return []
-        if member_id in group.pending_members:
-            log.info("pending member %s of group %s timed out", member_id, group_id)
-            group.remove(member_id)
-            if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined:
-                return self._complete_join(group, now_ms)
-            return []
-        member = group.members.get(member_id)
-        if member is None or member.has_satisfied_heartbeat():
-            return []
-        log.info("member %s of group %s failed (session timeout); removing it", member_id, group_id)
-        return self._remove_member_and_update_group(group, member, now_ms)
-
-    def _remove_member_and_update_group(
-        self, group: Group, member: Member, now_ms: int
-    ) -> list[Action]:
-        actions = self._drop_member(group, member.member_id)
-        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            actions += self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
-        elif group.state is S.PREPARING_REBALANCE and group.has_all_members_joined:
-            actions += self._complete_join(group, now_ms)
-        return actions
-
-    # =========================================================================
-    # JoinGroup
-    # =========================================================================
-
-    def join_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        v = ctx.api_version
-        token = ctx.token
-
-        def error(code: ErrorCode, member_id: str = req.member_id) -> list[Action]:
-            return [Reply(token, R.join_group(v, code, member_id=member_id))]
-
-        group_id = req.group_id
-        if not group_id:
-            return error(E.INVALID_GROUP_ID)
-        cfg = self.config
-        session_timeout = req.session_timeout_ms
-        if not (
-            cfg.group_min_session_timeout_ms <= session_timeout <= cfg.group_max_session_timeout_ms
-        ):
-            return error(E.INVALID_SESSION_TIMEOUT)
-        status = self._status_error(group_id)
-        if status is not None:
-            return error(status)
-
-        is_unknown_member = req.member_id == ""
-        group = self._groups.get(group_id)
-        is_new_group = group is None
-        if group is None:
-            if not is_unknown_member:
-                return error(E.UNKNOWN_MEMBER_ID)
-            group = self._create_group(group_id, now_ms)
-
-        join = _Join(
-            waiter=Waiter(token, v),
-            member_id=req.member_id,
-            instance_id=req.group_instance_id,
-            client_id=ctx.client_id,
-            client_host=ctx.client_host,
-            # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout.
-            rebalance_timeout_ms=session_timeout if v == 0 else req.rebalance_timeout_ms,
-            session_timeout_ms=session_timeout,
-            protocol_type=req.protocol_type,
-            protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
-        )
-        if not self._accept_joining_member(group, join.member_id):
-            actions = self._drop_member(group, join.member_id)
-            actions.append(Reply(token, R.join_group(v, E.GROUP_MAX_SIZE_REACHED)))
-        elif is_unknown_member:
-            actions = self._join_new_member(group, join, now_ms)
-        else:
-            actions = self._join_existing_member(group, join, now_ms)
-
-        if is_new_group and not any(isinstance(a, Persist) for a in actions):
-            # Kafka writes an empty group record so the new group is in the log.
-            actions.append(
-                self._persist(group.partition, [self._empty_group_metadata_record(group)])
-            )
-        return actions
-
-    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
-        max_size = self.config.group_max_size
-        if group.state in (S.EMPTY, S.DEAD):
-            return True
-        if group.state is S.PREPARING_REBALANCE:
-            # Counting members already parked (not the group size, which may
-            # exceed a lowered max) lets the last to rejoin be the ones left out.
-            member = group.members.get(member_id)
-            return (member is not None and member.awaiting_join) or (
-                group.num_awaiting_join < max_size
-            )
-        return member_id in group.members or len(group.members) < max_size
-
-    def _join_new_member(self, group: Group, join: _Join, now_ms: int) -> list[Action]:
-        if group.state is S.DEAD:
-            return [self._join_error(join.waiter, E.COORDINATOR_NOT_AVAILABLE)]
-        if not group.supports_protocols(join.protocol_type, join.protocol_names):
-            return [self._join_error(join.waiter, E.INCONSISTENT_GROUP_PROTOCOL)]
-        prefix = join.instance_id if join.instance_id is not None else join.client_id
-        new_member_id = f"{prefix}-{self._new_uuid()}"
-        if join.instance_id is not None:
-            existing = group.static_member_id(join.instance_id)
-            if existing is not None:
-                log.info(
-                    "static member %s of group %s rejoins with a new member id",
-                    join.instance_id,
-                    group.group_id,
-                )
-                return self._update_static_member(group, join, existing, new_member_id, now_ms)
-            return self._add_member_and_rebalance(group, join, new_member_id, now_ms)
-        if join.waiter.version >= 4:
-            # From v4 a new member first gets its id, then joins with it.
-            group.pending_members.add(new_member_id)
-            self._schedule(
-                (_HEARTBEAT, group.group_id, new_member_id), now_ms + join.session_timeout_ms
-            )
-            return [self._join_error(join.waiter, E.MEMBER_ID_REQUIRED, new_member_id)]
-        return self._add_member_and_rebalance(group, join, new_member_id, now_ms)
-
-    def _join_existing_member(self, group: Group, join: _Join, now_ms: int) -> list[Action]:
-        member_id = join.member_id
-        if group.state is S.DEAD:
-            return [self._join_error(join.waiter, E.COORDINATOR_NOT_AVAILABLE, member_id)]
-        if not group.supports_protocols(join.protocol_type, join.protocol_names):
-            return [self._join_error(join.waiter, E.INCONSISTENT_GROUP_PROTOCOL, member_id)]
-        if member_id in group.pending_members:
-            if join.instance_id is not None:
-                # Kafka: IllegalStateException (a pending member is never static).
-                return [self._join_error(join.waiter, E.UNKNOWN_SERVER_ERROR, member_id)]
-            return self._add_member_and_rebalance(group, join, member_id, now_ms)
-        err = group.member_error(member_id, join.instance_id)
-        if err is not None:
-            return [self._join_error(join.waiter, err, member_id)]
-        member = group.members[member_id]
-        if group.state is S.PREPARING_REBALANCE:
-            return self._update_member_and_rebalance(group, member, join, now_ms)
-        if group.state is S.COMPLETING_REBALANCE:
-            if member.matches(join.protocols):
-                # Same metadata (it missed the JoinGroup answer): answer again.
-                return [self._join_success(group, member, join.waiter)]
-            return self._update_member_and_rebalance(group, member, join, now_ms)
-        if group.state is S.STABLE:
-            if group.is_leader(member_id) or not member.matches(join.protocols):
-                # The leader rejoining forces a rebalance (e.g. topic metadata
-                # changed); so does a follower whose metadata changed.
-                return self._update_member_and_rebalance(group, member, join, now_ms)
-            # A follower with unchanged metadata gets the current generation.
-            return [
-                Reply(
-                    join.waiter.token,
-                    R.join_group(
-                        join.waiter.version,
-                        member_id=member_id,
-                        generation_id=group.generation,
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        leader=group.leader_id or "",
-                    ),
-                )
-            ]
-        log.warning("member %s rejoins group %s in state Empty", member_id, group.group_id)
-        return [self._join_error(join.waiter, E.UNKNOWN_MEMBER_ID, member_id)]
-
-    def _add_member_and_rebalance(
-        self, group: Group, join: _Join, member_id: str, now_ms: int
-    ) -> list[Action]:
-        member = Member(
-            member_id=member_id,
-            group_instance_id=join.instance_id,
-            client_id=join.client_id,
-            client_host=join.client_host,
-            rebalance_timeout_ms=join.rebalance_timeout_ms,
-            session_timeout_ms=join.session_timeout_ms,
-            protocol_type=join.protocol_type,
-            protocols=join.protocols,
-            is_new=True,
-        )
-        if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
-            group.new_member_added = True
-        group.add(member, join.waiter)
-        # A new member cannot heartbeat while its JoinGroup is parked; bound the
-        # wait instead, so a client that went away does not stay forever.
-        self._schedule_heartbeat(group, member, now_ms, self.config.new_member_join_timeout_ms)
-        return self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
-
-    def _update_member_and_rebalance(
-        self, group: Group, member: Member, join: _Join, now_ms: int
-    ) -> list[Action]:
-        superseded = group.update_member(
-            member, join.protocols, join.rebalance_timeout_ms, join.session_timeout_ms, join.waiter
-        )
-        actions: list[Action] = []
-        if superseded is not None:
-            # Kafka drops the older parked JoinGroup unanswered; answer it so the
-            # broker never holds it forever.
-            actions.append(self._join_error(superseded, E.REBALANCE_IN_PROGRESS, member.member_id))
-        return actions + self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
-
-    def _update_static_member(
-        self, group: Group, join: _Join, old_id: str, new_id: str, now_ms: int
-    ) -> list[Action]:
-        """A static member restarted (new member id, same instance id)."""
-        instance_id = join.instance_id
-        current_leader = group.leader_id
-        member, fenced_join, fenced_sync = group.replace_static_member(instance_id, old_id, new_id)
-        actions: list[Action] = []
-        # Whoever still waits with the old member id is fenced.
-        if fenced_join is not None:
-            actions.append(self._join_error(fenced_join, E.FENCED_INSTANCE_ID, old_id))
-        if fenced_sync is not None:
-            actions.append(Reply(fenced_sync.token, R.sync_group(E.FENCED_INSTANCE_ID)))
-        self._cancel_timer((_HEARTBEAT, group.group_id, old_id))
-        self._schedule_heartbeat(group, member, now_ms)
-        old_protocols = member.protocols
-        old_rebalance_timeout = member.rebalance_timeout_ms
-        old_session_timeout = member.session_timeout_ms
-        group.update_member(
-            member, join.protocols, join.rebalance_timeout_ms, join.session_timeout_ms, join.waiter
-        )
-
-        if group.state is S.STABLE:
-            if group.protocol_name != group.select_protocol():
-                return actions + self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
-            # The protocol stays: no rebalance. Persist the new member id, then
-            # answer with the current generation (the member keeps its assignment).
-            persist = self._persist(
-                group.partition, [self._group_metadata_record(group, group.assignments())]
-            )
-            waiter = join.waiter
-
-            def done(error: ErrorCode, done_ms: int) -> list[Action]:
-                if error != NONE:
-                    return self._revert_static_member(
-                        group,
-                        member,
-                        instance_id,
-                        old_id,
-                        (old_protocols, old_rebalance_timeout, old_session_timeout),
-                        waiter,
-                        current_leader,
-                        append_error_to_response_error(error),
-                        done_ms,
-                    )
-                if member.join_waiter is not waiter or group.state not in (
-                    S.STABLE,
-                    S.COMPLETING_REBALANCE,
-                ):
-                    return []  # superseded, or a rebalance will answer it
-                group.take_join_waiter(member)
-                if waiter.version >= 9:
-                    # The leader learns it leads, but skips the assignment.
-                    is_leader = group.is_leader(new_id)
-                    body = R.join_group(
-                        waiter.version,
-                        member_id=new_id,
-                        generation_id=group.generation,
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        leader=group.leader_id or "",
-                        skip_assignment=is_leader,
-                        members=group.join_response_members() if is_leader else [],
-                    )
-                else:
-                    # Older clients are told the old leader id, so a restarted
-                    # leader does not run an assignment the Stable group would ignore.
-                    body = R.join_group(
-                        waiter.version,
-                        member_id=new_id,
-                        generation_id=group.generation,
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        leader=current_leader or "",
-                    )
-                return [Reply(waiter.token, body)]
-
-            self._then(persist, done)
-            actions.append(persist)
-            return actions
-        if group.state is S.COMPLETING_REBALANCE:
-            # The leader may be assigning to the old member id: start over.
-            return actions + self._prepare_rebalance(group, now_ms)
-        return actions + self._maybe_complete_join_phase(group, now_ms)
-
-    def _revert_static_member(
-        self,
-        group: Group,
-        member: Member,
-        instance_id: str,
-        old_id: str,
-        old: tuple,
-        waiter: Waiter,
-        current_leader: str | None,
-        error: ErrorCode,
-        now_ms: int,
-    ) -> list[Action]:
-        """The new member id could not be persisted: go back to the old one."""
-        reply = Reply(
-            waiter.token,
-            R.join_group(
-                waiter.version,
-                error,
-                generation_id=group.generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=current_leader or "",
-            ),
-        )
-        if member.join_waiter is not waiter:
-            # Already answered: fenced by a newer restart, superseded by a newer
-            # JoinGroup, answered by a rebalance, or the partition was unloaded.
-            return []
-        protocols, rebalance_timeout, session_timeout = old
-        group.update_member(member, protocols, rebalance_timeout, session_timeout, None)
-        old_member, _, _ = group.replace_static_member(instance_id, member.member_id, old_id)
-        self._cancel_timer((_HEARTBEAT, group.group_id, member.member_id))
-        self._schedule_heartbeat(group, old_member, now_ms)
-        return [reply]
-
-    # =========================================================================
-    # SyncGroup
-    # =========================================================================
-
-    def sync_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        token = ctx.token
-
-        def error(code: ErrorCode) -> list[Action]:
-            return [Reply(token, R.sync_group(code))]
-
-        group_id = req.group_id
-        if not group_id:
-            return error(E.INVALID_GROUP_ID)
-        status = self._status_error(group_id)
-        if status is E.COORDINATOR_LOAD_IN_PROGRESS:
-            # The rebalance in progress is lost with the load; REBALANCE_IN_PROGRESS
-            # makes the member rejoin (older clients do not expect LOAD_IN_PROGRESS).
-            return error(E.REBALANCE_IN_PROGRESS)
-        if status is not None:
-            return error(status)
-        group = self._groups.get(group_id)
-        if group is None or group.state is S.EMPTY:
-            return error(E.UNKNOWN_MEMBER_ID)
-        if group.state is S.DEAD:
-            return error(E.COORDINATOR_NOT_AVAILABLE)
-        member_id = req.member_id
-        err = group.member_error(member_id, req.group_instance_id)
-        if err is not None:
-            return error(err)
-        if req.generation_id != group.generation:
-            return error(E.ILLEGAL_GENERATION)
-        if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
-            req.protocol_name, group.protocol_name
-        ):
-            return error(E.INCONSISTENT_GROUP_PROTOCOL)
-        if group.state is S.PREPARING_REBALANCE:
-            return error(E.REBALANCE_IN_PROGRESS)
-        member = group.members[member_id]
-        if group.state is S.STABLE:
-            self._remove_pending_sync_member(group, member_id)
-            return [
-                Reply(
-                    token,
-                    R.sync_group(
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        assignment=member.assignment,
-                    ),
-                )
-            ]
-
-        # CompletingRebalance: park until the leader's assignment is stored.
-        actions: list[Action] = []
-        superseded = member.sync_waiter
-        if superseded is not None:
-            actions.append(Reply(superseded.token, R.sync_group(E.REBALANCE_IN_PROGRESS)))
-        member.sync_waiter = Waiter(token, ctx.api_version)
-        self._remove_pending_sync_member(group, member_id)
-        if not group.is_leader(member_id):
-            return actions
-
-        assignment = {a.member_id: bytes(a.assignment) for a in req.assignments}
-        for mid in group.members:
-            assignment.setdefault(mid, b"")
-        generation = group.generation
-        log.info(
-            "assignment received from leader %s of group %s for generation %d",
-            member_id,
-            group_id,
-            generation,
-        )
-        persist = self._persist(group.partition, [self._group_metadata_record(group, assignment)])
-
-        def done(error: ErrorCode, done_ms: int) -> list[Action]:
-            # Another member may have started a rebalance meanwhile: then do nothing.
-            if group.state is not S.COMPLETING_REBALANCE or group.generation != generation:
-                return []
-            if self._groups.get(group_id) is not group:
-                return []
-            if error != NONE:
-                out = self._reset_and_propagate_assignment_error(
-                    group, append_error_to_response_error(error), done_ms
-                )
-                return out + self._maybe_prepare_rebalance_or_complete_join(group, done_ms)
-            out = self._set_and_propagate_assignment(group, assignment, done_ms)
-            group.transition(Event.ASSIGNMENT_STORED, done_ms)
-            return out
-
-        self._then(persist, done)
-        actions.append(persist)
-        return actions
-
-    # =========================================================================
-    # Heartbeat
-    # =========================================================================
-
-    def heartbeat(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        def answer(code: ErrorCode) -> list[Action]:
-            return [Reply(ctx.token, R.heartbeat(code))]
-
-        group_id = req.group_id
-        if not group_id:
-            return answer(E.INVALID_GROUP_ID)
-        status = self._status_error(group_id)
-        if status is E.COORDINATOR_LOAD_IN_PROGRESS:
-            return answer(NONE)  # Kafka answers blindly while loading
-        if status is not None:
-            return answer(status)
-        group = self._groups.get(group_id)
-        if group is None:
-            return answer(E.UNKNOWN_MEMBER_ID)
-        if group.state is S.DEAD:
-            return answer(E.COORDINATOR_NOT_AVAILABLE)
-        err = group.member_error(req.member_id, req.group_instance_id)
-        if err is not None:
-            return answer(err)
-        if req.generation_id != group.generation:
-            return answer(E.ILLEGAL_GENERATION)
-        if group.state is S.EMPTY:
-            return answer(E.UNKNOWN_MEMBER_ID)
-        self._schedule_heartbeat(group, group.members[req.member_id], now_ms)
-        if group.state is S.PREPARING_REBALANCE:
-            return answer(E.REBALANCE_IN_PROGRESS)
-        return answer(NONE)
-
-    # =========================================================================
-    # LeaveGroup
-    # =========================================================================
-
-    def leave_group(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        v = ctx.api_version
-        token = ctx.token
-        if v >= 3:
-            leaving = [(m.member_id, m.group_instance_id) for m in req.members]
-        else:
-            leaving = [(req.member_id, None)]
-
-        def error(code: ErrorCode) -> list[Action]:
-            return [Reply(token, R.leave_group(v, code))]
-
-        group_id = req.group_id
-        if not group_id:
-            return error(E.INVALID_GROUP_ID)
-        status = self._status_error(group_id)
-        if status is not None:
-            return error(status)
-        group = self._groups.get(group_id)
-        if group is None:
-            return [
-                Reply(
-                    token,
-                    R.leave_group(
-                        v, members=[R.leave_member(m, i, E.UNKNOWN_MEMBER_ID) for m, i in leaving]
-                    ),
-                )
-            ]
-        if group.state is S.DEAD:
-            return error(E.COORDINATOR_NOT_AVAILABLE)
-
-        actions: list[Action] = []
-        results: list[dict] = []
-        removed_any = False
-        for member_id, instance_id in leaving:
-            if member_id == "":
-                # Admin tools remove static members by instance id alone.
-                current = group.static_member_id(instance_id)
-                if current is not None:
-                    actions += self._drop_member(group, current)
-                    results.append(R.leave_member(member_id, instance_id))
-                    removed_any = True
-                else:
-                    results.append(R.leave_member(member_id, instance_id, E.UNKNOWN_MEMBER_ID))
-            elif member_id in group.pending_members:
-                group.remove(member_id)
-                self._cancel_timer((_HEARTBEAT, group_id, member_id))
-                results.append(R.leave_member(member_id, instance_id))
-                removed_any = True
-            else:
-                err = group.member_error(member_id, instance_id)
-                if err is None:
-                    actions += self._drop_member(group, member_id)
-                    results.append(R.leave_member(member_id, instance_id))
-                    removed_any = True
-                else:
-                    results.append(R.leave_member(member_id, instance_id, err))
-
-        if removed_any:
-            if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-                actions += self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
-            elif group.state is S.PREPARING_REBALANCE:
-                actions += self._maybe_complete_join_phase(group, now_ms)
-
-        persists = [a for a in actions if isinstance(a, Persist)]
-        if not persists:
-            actions.append(Reply(token, R.leave_group(v, members=results)))
-            return actions
-
-        # The group emptied and its new generation is being written: as in
-        # Kafka, the answer waits for that write.
-        def done(errors: dict[int, ErrorCode], _now: int) -> list[Action]:
-            if errors:
-                code = append_error_to_response_error(next(iter(errors.values())))
-                return [Reply(token, R.leave_group(v, code))]
-            return [Reply(token, R.leave_group(v, members=results))]
-
-        self._after_all(persists, done)
-        return actions
-
-    # =========================================================================
-    # OffsetCommit / OffsetFetch / OffsetDelete
-    # =========================================================================
-
-    def _validate_offset_commit(
-        self, group: Group, member_id: str, instance_id: str | None, generation: int
-    ) -> ErrorCode | None:
-        if group.state is S.DEAD:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if generation < 0 and group.state is S.EMPTY:
-            # Admin tools and consumers without group management (assign()).
-            return None
-        if generation >= 0 or member_id != "" or instance_id is not None:
-            err = group.member_error(member_id, instance_id)
-            if err is not None:
-                return err
-            if generation != group.generation:
-                return E.ILLEGAL_GENERATION
-        elif group.state is not S.EMPTY:
-            # Without member id and generation, only an empty group takes commits.
-            return E.UNKNOWN_MEMBER_ID
-        if group.state is S.COMPLETING_REBALANCE:
-            # A member of the new generation that has not synced yet.
-            return E.REBALANCE_IN_PROGRESS
-        return None
-
-    def offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        v = ctx.api_version
-        token = ctx.token
-
-        def all_error(code: ErrorCode) -> list[Action]:
-            return [
-                Reply(
-                    token,
-                    R.offset_commit(
-                        (t.name, [(p.partition_index, code) for p in t.partitions])
-                        for t in req.topics
-                    ),
-                )
-            ]
-
-        group_id = req.group_id
-        status = self._status_error(group_id)
-        if status is not None:
-            return all_error(status)
-        generation = req.generation_id_or_member_epoch
-        member_id = req.member_id
-        instance_id = req.group_instance_id
-        group = self._groups.get(group_id)
-        if group is None:
-            if generation >= 0:
-                # From v9 Kafka says the group does not exist; before, the
-                # generation is wrong.
-                return all_error(E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION)
-            log.info("creating simple group %s via a manual offset commit", group_id)
-            group = self._create_group(group_id, now_ms)
-        err = self._validate_offset_commit(group, member_id, instance_id, generation)
-        if err is not None:
-            return all_error(err)
-        if group.state in (S.STABLE, S.PREPARING_REBALANCE):
-            # A commit keeps the member's session alive.
-            self._schedule_heartbeat(group, group.members[member_id], now_ms)
-
-        retention = req.retention_time_ms
-        expire_ts = None if retention == -1 else now_ms + retention
-        max_metadata = self.config.offset_metadata_max_bytes
-        results: list[tuple[str, list[list]]] = []
-        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
-        records = []
-        for topic in req.topics:
-            parts: list[list] = []
-            results.append((topic.name, parts))
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and _utf16_len(metadata) > max_metadata:
-                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
-                    continue
-                parts.append([p.partition_index, NONE])
-                oam = OffsetAndMetadata(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch,
-                    metadata=metadata or "",
-                    commit_timestamp_ms=now_ms if p.commit_timestamp == -1 else p.commit_timestamp,
-                    expire_timestamp_ms=expire_ts,
-                )
-                staged.append(((topic.name, p.partition_index), oam))
-                records.append(
-                    encode_offset_commit(
-                        OffsetCommitRecord(
-                            group_id,
-                            topic.name,
-                            p.partition_index,
-                            offset=oam.offset,
-                            leader_epoch=oam.leader_epoch,
-                            metadata=oam.metadata,
-                            commit_timestamp=oam.commit_timestamp_ms,
-                            expire_timestamp=-1 if expire_ts is None else expire_ts,
-                        )
-                    )
-                )
-
-        def reply(error: ErrorCode = NONE) -> Reply:
-            return Reply(
-                token,
-                R.offset_commit(
-                    (name, [(pi, error if e == NONE else e) for pi, e in parts])
-                    for name, parts in results
-                ),
-            )
-
-        if not records:
-            return [reply()]
-        persist = self._persist(group.partition, records)
-        pending = self._pending_commits.setdefault(group_id, {})
-        for tp, _ in staged:
-            pending[tp] = pending.get(tp, 0) + 1
-        write_id = persist.write_id
-        partition = group.partition
-
-        def done(error: ErrorCode, done_ms: int) -> list[Action]:
-            counts = self._pending_commits.get(group_id)
-            for tp, _ in staged:
-                if counts is not None and tp in counts:
-                    counts[tp] -= 1
-                    if counts[tp] <= 0:
-                        del counts[tp]
-            if counts is not None and not counts:
-                self._pending_commits.pop(group_id, None)
-            if error != NONE:
-                return [reply(append_error_to_response_error(error))]
-            if self._partitions.get(partition) is PartitionState.ACTIVE:
-                for (topic, part), oam in staged:
-                    key = (group_id, topic, part)
-                    if self._tombstoned.get(key, 0) > write_id:
-                        # A later tombstone (DeleteGroups, OffsetDelete, expiry)
-                        # wins, unless it fails.
-                        self._shadowed[key] = oam
-                        continue
-                    if group_id not in self._groups:
-                        self._create_group(group_id, done_ms)
-                    self._offsets.setdefault(group_id, {})[(topic, part)] = oam
-            return [reply()]
-
-        self._then(persist, done)
-        return [persist]
-
-    def offset_fetch(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        v = ctx.api_version
-        if v >= 8:
-            wanted = [(g.group_id, g.topics) for g in req.groups]
-        else:
-            wanted = [(req.group_id, req.topics)]
-        # require_stable: UNSTABLE_OFFSET_COMMIT is only for pending transactional
-        # offsets, which this coordinator does not have.
-        groups = [self._fetch_group(gid, topics) for gid, topics in wanted]
-        return [Reply(ctx.token, R.offset_fetch(v, groups))]
-
-    def _fetch_group(self, group_id: str, topics) -> dict:
-        status = self._status_error(group_id)
-        if status is not None:
-            # The requested partitions come along so that versions without a
-            # top-level error (v0-1) can carry it per partition.
-            echoed = [
-                {
-                    "name": t.name,
-                    "partitions": [R.fetched_partition(p) for p in t.partition_indexes],
-                }
-                for t in topics or ()
-            ]
-            return R.fetched_group(group_id, echoed, error=status)
-        group = self._groups.get(group_id)
-        offsets = {} if group is None else self._offsets.get(group_id, {})
-        if topics is None:
-            by_topic: dict[str, list[dict]] = {}
-            for (topic, part), oam in offsets.items():
-                by_topic.setdefault(topic, []).append(
-                    R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
-                )
-            return R.fetched_group(
-                group_id, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
-            )
-        out = []
-        for topic in topics:
-            parts = []
-            for part in topic.partition_indexes:
-                oam = offsets.get((topic.name, part))
-                if oam is None:
-                    parts.append(R.fetched_partition(part))
-                else:
-                    parts.append(
-                        R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
-                    )
-            out.append({"name": topic.name, "partitions": parts})
-        return R.fetched_group(group_id, out)
-
-    def _has_offset(self, group_id: str, topic: str, part: int) -> bool:
-        return (topic, part) in self._offsets.get(group_id, {}) or (
-            (topic, part) in self._pending_commits.get(group_id, {})
-        )
-
-    def _tombstone_offsets(
-        self, group_id: str, tps: list[tuple[str, int]], records: list
-    ) -> list[_Removed]:
-        """Forget offsets now and add their tombstones; returns what was removed."""
-        offsets = self._offsets.get(group_id, {})
-        removed = []
-        for topic, part in tps:
-            old = offsets.pop((topic, part), None)
-            records.append(encode_offset_tombstone(group_id, topic, part))
-            removed.append(((group_id, topic, part), old))
-        if not offsets:
-            self._offsets.pop(group_id, None)
-        return removed
-
-    def _remove_empty_group(self, group: Group, records: list, now_ms: int) -> _GroupSnapshot:
-        """Delete an Empty group now and add its tombstone."""
-        snapshot = _GroupSnapshot(
-            group.group_id,
-            group.generation,
-            group.protocol_type,
-            group.state_timestamp,
-        )
-        records.append(encode_group_tombstone(group.group_id))
-        group.transition(Event.REMOVE, now_ms)
-        self._forget_group(group)
-        return snapshot
-
-    def _mark_tombstones(
-        self, persist: Persist, removed: list[_Removed], groups: list[_GroupSnapshot] = ()
-    ) -> None:
-        """Tombstones are applied when emitted; if their write fails, what they
-        removed comes back (Kafka reverts to the log on a failed append)."""
-        write_id = persist.write_id
-        partition = persist.partition
-        for key, _ in removed:
-            self._tombstoned[key] = write_id
-
-        def done(error: ErrorCode, done_ms: int) -> list[Action]:
-            # Writes of a partition complete in order: every commit emitted
-            # before this tombstone is settled now.
-            revert = error != NONE and self._partitions.get(partition) is PartitionState.ACTIVE
-            if revert:
-                for snap in groups:
-                    self._restore_group(snap, done_ms)
-            for key, old in removed:
-                if self._tombstoned.get(key) != write_id:
-                    continue  # a later tombstone of the same offset decides
-                del self._tombstoned[key]
-                value = self._shadowed.pop(key, None) or old
-                if revert and value is not None:
-                    group_id, topic, part = key
-                    if group_id not in self._groups:
-                        self._create_group(group_id, done_ms)
-                    self._offsets.setdefault(group_id, {}).setdefault((topic, part), value)
-            return []
-
-        self._then(persist, done)
-
-    def _restore_group(self, snap: _GroupSnapshot, now_ms: int) -> None:
-        current = self._groups.get(snap.group_id)
-        # Keep a group that came back to life meanwhile; replace a mere offsets
-        # holder created by a commit after the deletion.
-        if current is not None and not (current.is_simple and current.generation == 0):
-            return
-        group = Group(
-            snap.group_id,
-            self.partition_for(snap.group_id),
-            state_timestamp=snap.state_timestamp,
-            generation=snap.generation,
-            protocol_type=snap.protocol_type,
-        )
-        group.subscribed_topics = group.compute_subscribed_topics()
-        self._groups[snap.group_id] = group
-
-    def offset_delete(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        token = ctx.token
-
-        def error(code: ErrorCode) -> list[Action]:
-            return [Reply(token, R.offset_delete(code))]
-
-        group_id = req.group_id
-        if not group_id:
-            return error(E.INVALID_GROUP_ID)
-        status = self._status_error(group_id)
-        if status is not None:
-            return error(status)
-        group = self._groups.get(group_id)
-        if group is None or group.state is S.DEAD:
-            return error(E.GROUP_ID_NOT_FOUND)
-        if (
-            group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE)
-            and not group.uses_consumer_protocol
-        ):
-            return error(E.NON_EMPTY_GROUP)
-
-        results = []
-        to_delete: list[tuple[str, int]] = []
-        for topic in req.topics:
-            if group.is_subscribed_to_topic(topic.name):
-                results.append(
-                    (
-                        topic.name,
-                        [
-                            (p.partition_index, E.GROUP_SUBSCRIBED_TO_TOPIC)
-                            for p in topic.partitions
-                        ],
-                    )
-                )
-                continue
-            results.append((topic.name, [(p.partition_index, NONE) for p in topic.partitions]))
-            for p in topic.partitions:
-                if self._has_offset(group_id, topic.name, p.partition_index):
-                    to_delete.append((topic.name, p.partition_index))
-        if not to_delete:
-            return [Reply(token, R.offset_delete(topics=results))]
-        records: list = []
-        removed = self._tombstone_offsets(group_id, to_delete, records)
-        persist = self._persist(group.partition, records)
-        self._mark_tombstones(persist, removed)
-
-        def done(error: ErrorCode, _now: int) -> list[Action]:
-            if error != NONE:
-                return [Reply(token, R.offset_delete(append_error_to_response_error(error)))]
-            return [Reply(token, R.offset_delete(topics=results))]
-
-        self._then(persist, done)
-        return [persist]
-
-    # =========================================================================
-    # DescribeGroups / ListGroups / DeleteGroups
-    # =========================================================================
-
-    def describe_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        described = []
-        for group_id in req.groups:
-            status = self._status_error(group_id)
-            if status is not None:
-                described.append(R.described_group(group_id, status))
-                continue
-            group = self._groups.get(group_id)
-            if group is None or group.state is S.DEAD:
-                # v6 (Kafka 4.3) says why; older versions only show the state.
-                if ctx.api_version >= 6:
-                    described.append(
-                        R.described_group(
-                            group_id,
-                            E.GROUP_ID_NOT_FOUND,
-                            state=S.DEAD.value,
-                            message=f"Group {group_id} not found.",
-                        )
-                    )
-                else:
-                    described.append(R.described_group(group_id, state=S.DEAD.value))
-                continue
-            stable = group.state is S.STABLE
-            members = [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    # Member metadata only once the group is Stable, as in Kafka.
-                    "member_metadata": m.metadata(group.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment,
-                }
-                for m in group.members.values()
-            ]
-            described.append(
-                R.described_group(
-                    group_id,
-                    state=group.state.value,
-                    protocol_type=group.protocol_type or "",
-                    protocol_data=(group.protocol_name or "") if stable else "",
-                    members=members,
-                )
-            )
-        return [Reply(ctx.token, R.describe_groups(described))]
-
-    def list_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        if any(s is PartitionState.LOADING for s in self._partitions.values()):
-            return [Reply(ctx.token, R.list_groups(E.COORDINATOR_LOAD_IN_PROGRESS))]
-        states = {s.strip().lower() for s in req.states_filter}
-        types = {t.lower() if t.lower() in _GROUP_TYPES else "unknown" for t in req.types_filter}
-        if types and "classic" not in types:
-            return [Reply(ctx.token, R.list_groups())]
-        listed = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type or "",
-                "group_state": g.state.value,
-                "group_type": "classic",
-            }
-            for g in self._groups.values()
-            if (not states or g.state.lower in states)
-            and self._partitions.get(g.partition) is PartitionState.ACTIVE
-        ]
-        return [Reply(ctx.token, R.list_groups(groups=listed))]
-
-    def delete_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        token = ctx.token
-        results: list[list] = []
-        records_by_partition: dict[int, list] = {}
-        removed_by_partition: dict[int, list] = {}
-        groups_by_partition: dict[int, list] = {}
-        deleted: dict[str, int] = {}  # group id -> partition
-        for group_id in req.groups_names:
-            status = self._status_error(group_id)
-            if status is not None:
-                results.append([group_id, status])
-                continue
-            group = self._groups.get(group_id)
-            if group is None or group.state is S.DEAD:
-                results.append([group_id, E.GROUP_ID_NOT_FOUND])
-                continue
-            if group.state is not S.EMPTY:
-                results.append([group_id, E.NON_EMPTY_GROUP])
-                continue
-            records = records_by_partition.setdefault(group.partition, [])
-            tps = list(self._offsets.get(group_id, {})) + [
-                tp
-                for tp in self._pending_commits.get(group_id, {})
-                if tp not in self._offsets.get(group_id, {})
-            ]
-            removed_by_partition.setdefault(group.partition, []).extend(
-                self._tombstone_offsets(group_id, tps, records)
-            )
-            groups_by_partition.setdefault(group.partition, []).append(
-                self._remove_empty_group(group, records, now_ms)
-            )
-            deleted[group_id] = group.partition
-            results.append([group_id, NONE])
-        if not records_by_partition:
-            return [Reply(token, R.delete_groups([(g, e) for g, e in results]))]
-        persists = []
-        for partition, records in records_by_partition.items():
-            persist = self._persist(partition, records)
-            self._mark_tombstones(
-                persist,
-                removed_by_partition.get(partition, []),
-                groups_by_partition.get(partition, []),
-            )
-            persists.append(persist)
-        log.info("deleted groups %s", ", ".join(deleted))
-
-        def done(errors: dict[int, ErrorCode], _now: int) -> list[Action]:
-            out = []
-            for group_id, err in results:
-                if group_id in deleted and deleted[group_id] in errors:
-                    err = append_error_to_response_error(errors[deleted[group_id]])
-                out.append((group_id, err))
-            return [Reply(token, R.delete_groups(out))]
-
-        self._after_all(persists, done)
-        return list(persists)
-
-    # =========================================================================
-    # Offset retention (Kafka's cleanupGroupMetadata)
-    # =========================================================================
-
-    def _expiration_base(self, group: Group) -> Callable[[OffsetAndMetadata], int] | None:
-        if group.protocol_type is not None:
-            if group.state is S.EMPTY:
-                # Members all gone: retention counts from when the group emptied
-                # (from each commit if that time is unknown).
-                ts = group.state_timestamp
-                return (lambda o: o.commit_timestamp_ms) if ts is None else (lambda o: ts)
-            if (
-                group.uses_consumer_protocol
-                and group.subscribed_topics is not None
-                and (group.state is S.STABLE)
-            ):
-                # Stable consumers: offsets of topics nobody subscribes to anymore.
-                return lambda o: o.commit_timestamp_ms
-            return None
-        # A simple group (offsets only): from each commit.
-        return lambda o: o.commit_timestamp_ms
-
-    def _cleanup_expired_offsets(self, group: Group, records: list, now_ms: int) -> tuple:
-        """Tombstone the group's expired offsets; (all expired?, what was removed)."""
-        group_id = group.group_id
-        offsets = self._offsets.get(group_id, {})
-        pending = self._pending_commits.get(group_id, {})
-        if not offsets:
-            return not pending, []
-        base = self._expiration_base(group)
-        if base is None:
-            return False, []
-        retention = self.config.offsets_retention_ms
-        all_expired = not pending
-        expired = []
-        for (topic, part), oam in offsets.items():
-            if group.is_subscribed_to_topic(topic) or (topic, part) in pending:
-                all_expired = False
-                continue
-            if oam.expire_timestamp_ms is not None:
-                is_expired = now_ms >= oam.expire_timestamp_ms
-            else:
-                is_expired = now_ms - base(oam) >= retention
-            if is_expired:
-                expired.append((topic, part))
-            else:
-                all_expired = False
-        if expired:
-            log.info("group %s: %d offsets expired", group_id, len(expired))
-        return all_expired, self._tombstone_offsets(group_id, expired, records) if expired else []
-
-    def _cleanup_group_metadata(self, now_ms: int) -> list[Action]:
-        self._schedule((_EXPIRE,), now_ms + self.config.offsets_retention_check_interval_ms)
-        records_by_partition: dict[int, list] = {}
-        removed_by_partition: dict[int, list] = {}
-        groups_by_partition: dict[int, list] = {}
-        for group in list(self._groups.values()):
-            if self._partitions.get(group.partition) is not PartitionState.ACTIVE:
-                continue
-            records = records_by_partition.setdefault(group.partition, [])
-            all_expired, removed = self._cleanup_expired_offsets(group, records, now_ms)
-            removed_by_partition.setdefault(group.partition, []).extend(removed)
-            if all_expired and group.state is S.EMPTY:
-                # Empty and without offsets: the group is gone.
-                log.info("group %s is empty and has no offsets: deleting it", group.group_id)
-                groups_by_partition.setdefault(group.partition, []).append(
-                    self._remove_empty_group(group, records, now_ms)
-                )
-        actions: list[Action] = []
-        for partition, records in records_by_partition.items():
-            if records:
-                persist = self._persist(partition, records)
-                self._mark_tombstones(
-                    persist,
-                    removed_by_partition.get(partition, []),
-                    groups_by_partition.get(partition, []),
-                )
-                actions.append(persist)
-        return actions
-
-    # =========================================================================
-    # Replay (load)
-    # =========================================================================
-
-    def _replay_offset(self, rec: OffsetCommitRecord, now_ms: int) -> None:
-        gid = rec.group
-        key = (rec.topic, rec.partition)
-        if rec.is_tombstone:
-            offsets = self._offsets.get(gid)
-            if offsets is not None:
-                offsets.pop(key, None)
-                if not offsets:
-                    del self._offsets[gid]
-            return
-        if gid not in self._groups:
-            # Offsets without membership: a simple group.
-            self._create_group(gid, now_ms)
-        self._offsets.setdefault(gid, {})[key] = OffsetAndMetadata(
-            offset=rec.offset,
-            leader_epoch=rec.leader_epoch,
-            metadata=rec.metadata,
-            commit_timestamp_ms=rec.commit_timestamp,
-            expire_timestamp_ms=None if rec.expire_timestamp == -1 else rec.expire_timestamp,
-        )
-
-    def _replay_group(self, rec: GroupMetadataRecord, now_ms: int) -> None:
-        old = self._groups.get(rec.group)
-        if old is not None:
-            self._forget_group(old)
-        if rec.tombstone:
-            return
-        group = Group(
-            rec.group,
-            self.partition_for(rec.group),
-            state_timestamp=None
-            if rec.current_state_timestamp == -1
-            else rec.current_state_timestamp,
-            state=S.STABLE if rec.members else S.EMPTY,
-            generation=rec.generation,
-            protocol_type=rec.protocol_type or None,
-            protocol_name=rec.protocol,
-            leader_id=rec.leader,
-        )
-        for m in rec.members:
-            group.add(
-                Member(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    # Records older than v1 have no rebalance timeout.
-                    rebalance_timeout_ms=m.session_timeout
-                    if m.rebalance_timeout == -1
-                    else m.rebalance_timeout,
-                    session_timeout_ms=m.session_timeout,
-                    protocol_type=rec.protocol_type,
-                    protocols=[(rec.protocol or "", m.subscription)],
-                    assignment=m.assignment,
-                )
-            )
-        group.subscribed_topics = group.compute_subscribed_topics()
-        self._groups[rec.group] = group
+        return self._offsets.partitions_deleted(tps, now_ms)
 
     # =========================================================================
     # Introspection (tests, metrics, the broker's ListGroups across brokers)
     # =========================================================================
 
     def group(self, group_id: str) -> Group | None:
-        return self._groups.get(group_id)
+        return self._membership.group(group_id)
 
     def groups(self) -> list[Group]:
-        return list(self._groups.values())
+        return self._membership.groups()
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
-        return dict(self._offsets.get(group_id, {}))
-
-
-@dataclass(frozen=True, slots=True)
-class _Join:
-    """A JoinGroup request, normalized across versions."""
-
-    waiter: Waiter
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-
-    @property
-    def protocol_names(self) -> set[str]:
-        return {name for name, _ in self.protocols}
-
-
-@dataclass(frozen=True, slots=True)
-class _GroupSnapshot:
-    """An Empty group being deleted: enough to bring it back if the tombstone fails."""
-
-    group_id: str
-    generation: int
-    protocol_type: str | None
-    state_timestamp: int | None
-
-
-# ((group, topic, partition), the committed value removed or None)
-_Removed = tuple[tuple[str, str, int], "OffsetAndMetadata | None"]
-
-
-def _inconsistent(requested: str | None, current: str | None) -> bool:
-    return requested is not None and current is not None and requested != current
+        return self._offsets.committed_offsets(group_id)

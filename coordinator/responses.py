@@ -2,7 +2,8 @@
 classes shape them (JoinGroupResponse, LeaveGroupResponse, OffsetFetchResponse).
 
 Bodies are plain dicts in `wire`'s field names; fields a version does not carry
-are simply ignored by the encoder.
+are simply ignored by the encoder. A failed write of the coordinator's own
+records reaches the client as the error `append_error_to_response_error` says.
 """
 
 from __future__ import annotations
@@ -11,8 +12,23 @@ from collections.abc import Iterable
 
 from wire.error_codes import ErrorCode
 
+E = ErrorCode
 NONE = ErrorCode.NONE
 INT32_MIN = -(2**31)
+
+
+def append_error_to_response_error(error: int) -> ErrorCode:
+    """How Kafka reports a failed `__consumer_offsets` append to the client
+    (GroupMetadataManager.appendGroupMetadataErrorToResponseError and
+    CoordinatorOperationExceptionHelper)."""
+    error = ErrorCode(error)
+    if error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return E.UNKNOWN_SERVER_ERROR
+    return error
 
 
 def join_group(

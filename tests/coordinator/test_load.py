@@ -1,4 +1,6 @@
-"""Loading `__consumer_offsets` at start, the loading state, and unloading."""
+"""Loading `__consumer_offsets` at start (coordinator/replay.py and what a
+loaded partition starts), the loading state as groups see it, and unloading.
+The runtime's own loading states are in test_runtime.py."""
 
 from coordinator import GroupCoordinator
 from coordinator.records import (

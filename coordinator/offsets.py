@@ -1,0 +1,544 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, and their expiry.
+
+`Offsets` keeps each group's committed offsets apart from the group objects
+(Kafka's OffsetMetadataManager), so replaying a group's metadata does not
+touch them. A commit takes effect once its write is reported durable;
+tombstones (DeleteGroups, OffsetDelete, expiry, deleted topics) take effect
+at once and are undone if their write fails, as Kafka reverts to the log on
+a failed append. The retention check (Kafka's cleanupGroupMetadata) runs on
+a timer of the runtime: it tombstones expired offsets and deletes Empty
+groups left without any.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from coordinator import responses as R
+from coordinator.actions import Action, Persist, Reply
+from coordinator.config import CoordinatorConfig
+from coordinator.group import Group
+from coordinator.membership import GroupSnapshot, Membership
+from coordinator.records import OffsetCommitRecord, encode_offset_commit, encode_offset_tombstone
+from coordinator.request_context import RequestContext
+from coordinator.responses import append_error_to_response_error
+from coordinator.runtime import CoordinatorRuntime
+from coordinator.state import GroupState
+from wire.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+E = ErrorCode
+NONE = ErrorCode.NONE
+S = GroupState
+
+# The timer key of the offsets retention check.
+_EXPIRE = "expire"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None  # only commits with an explicit retention
+
+
+class Offsets:
+    """The committed offsets of the groups this coordinator serves."""
+
+    def __init__(
+        self, config: CoordinatorConfig, runtime: CoordinatorRuntime, membership: Membership
+    ):
+        self.config = config
+        self._runtime = runtime
+        self._membership = membership
+        # Committed (durable) offsets, by group.
+        self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        # Offset commits appended but not yet reported durable: count per partition.
+        self._pending_commits: dict[str, dict[tuple[str, int], int]] = {}
+        # (group, topic, partition) -> write id of the latest tombstone emitted for it;
+        # a commit written before that tombstone must not resurrect the offset.
+        self._tombstoned: dict[tuple[str, str, int], int] = {}
+        # The value a commit made durable just before a pending tombstone of the
+        # same partition: what the log holds if that tombstone fails.
+        self._shadowed: dict[tuple[str, str, int], OffsetAndMetadata] = {}
+
+    # --- the committed offsets ------------------------------------------------
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        return dict(self._offsets.get(group_id, {}))
+
+    def set_committed(self, group_id: str, tp: tuple[str, int], oam: OffsetAndMetadata) -> None:
+        """An offset read from the log."""
+        self._offsets.setdefault(group_id, {})[tp] = oam
+
+    def remove_committed(self, group_id: str, tp: tuple[str, int]) -> None:
+        """An offset tombstone read from the log."""
+        offsets = self._offsets.get(group_id)
+        if offsets is not None:
+            offsets.pop(tp, None)
+            if not offsets:
+                del self._offsets[group_id]
+
+    def known_partitions(self, group_id: str) -> list[tuple[str, int]]:
+        """The partitions the group has an offset for, committed or in flight."""
+        offsets = self._offsets.get(group_id, {})
+        return list(offsets) + [
+            tp for tp in self._pending_commits.get(group_id, {}) if tp not in offsets
+        ]
+
+    # --- loading and unloading ------------------------------------------------
+
+    def on_loaded(self, partition: int, now_ms: int) -> None:
+        """Offsets of the loaded partition expire from now (one check for all)."""
+        if not self._runtime.has_timer((_EXPIRE,)):
+            self._schedule_expiry(now_ms)
+
+    def on_unloaded(self, partition: int, now_ms: int) -> None:
+        """Forget the partition's offsets, and what tracks its commits and
+        tombstones in flight (the runtime fails those writes next)."""
+        partition_for = self._membership.partition_for
+        for gid in [g for g in self._offsets if partition_for(g) == partition]:
+            del self._offsets[gid]
+        for gid in [g for g in self._pending_commits if partition_for(g) == partition]:
+            del self._pending_commits[gid]
+        for key in [k for k in self._tombstoned if partition_for(k[0]) == partition]:
+            del self._tombstoned[key]
+        for key in [k for k in self._shadowed if partition_for(k[0]) == partition]:
+            del self._shadowed[key]
+        if not self._runtime.has_partitions():
+            self._runtime.cancel_timer((_EXPIRE,))
+
+    # =========================================================================
+    # OffsetCommit / OffsetFetch / OffsetDelete
+    # =========================================================================
+
+    def _validate_offset_commit(
+        self, group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode | None:
+        if group.state is S.DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.state is S.EMPTY:
+            # Admin tools and consumers without group management (assign()).
+            return None
+        if generation >= 0 or member_id != "" or instance_id is not None:
+            err = group.member_error(member_id, instance_id)
+            if err is not None:
+                return err
+            if generation != group.generation:
+                return E.ILLEGAL_GENERATION
+        elif group.state is not S.EMPTY:
+            # Without member id and generation, only an empty group takes commits.
+            return E.UNKNOWN_MEMBER_ID
+        if group.state is S.COMPLETING_REBALANCE:
+            # A member of the new generation that has not synced yet.
+            return E.REBALANCE_IN_PROGRESS
+        return None
+
+    def offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        v = ctx.api_version
+        token = ctx.token
+
+        def all_error(code: ErrorCode) -> list[Action]:
+            return [
+                Reply(
+                    token,
+                    R.offset_commit(
+                        (t.name, [(p.partition_index, code) for p in t.partitions])
+                        for t in req.topics
+                    ),
+                )
+            ]
+
+        group_id = req.group_id
+        status = self._membership.status_error(group_id)
+        if status is not None:
+            return all_error(status)
+        generation = req.generation_id_or_member_epoch
+        member_id = req.member_id
+        instance_id = req.group_instance_id
+        group = self._membership.group(group_id)
+        if group is None:
+            if generation >= 0:
+                # From v9 Kafka says the group does not exist; before, the
+                # generation is wrong.
+                return all_error(E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION)
+            log.info("creating simple group %s via a manual offset commit", group_id)
+            group = self._membership.create_group(group_id, now_ms)
+        err = self._validate_offset_commit(group, member_id, instance_id, generation)
+        if err is not None:
+            return all_error(err)
+        if group.state in (S.STABLE, S.PREPARING_REBALANCE):
+            # A commit keeps the member's session alive.
+            self._membership.schedule_heartbeat(group, group.members[member_id], now_ms)
+
+        retention = req.retention_time_ms
+        expire_ts = None if retention == -1 else now_ms + retention
+        max_metadata = self.config.offset_metadata_max_bytes
+        results: list[tuple[str, list[list]]] = []
+        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
+        records = []
+        for topic in req.topics:
+            parts: list[list] = []
+            results.append((topic.name, parts))
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and _utf16_len(metadata) > max_metadata:
+                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
+                    continue
+                parts.append([p.partition_index, NONE])
+                oam = OffsetAndMetadata(
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch,
+                    metadata=metadata or "",
+                    commit_timestamp_ms=now_ms if p.commit_timestamp == -1 else p.commit_timestamp,
+                    expire_timestamp_ms=expire_ts,
+                )
+                staged.append(((topic.name, p.partition_index), oam))
+                records.append(
+                    encode_offset_commit(
+                        OffsetCommitRecord(
+                            group_id,
+                            topic.name,
+                            p.partition_index,
+                            offset=oam.offset,
+                            leader_epoch=oam.leader_epoch,
+                            metadata=oam.metadata,
+                            commit_timestamp=oam.commit_timestamp_ms,
+                            expire_timestamp=-1 if expire_ts is None else expire_ts,
+                        )
+                    )
+                )
+
+        def reply(error: ErrorCode = NONE) -> Reply:
+            return Reply(
+                token,
+                R.offset_commit(
+                    (name, [(pi, error if e == NONE else e) for pi, e in parts])
+                    for name, parts in results
+                ),
+            )
+
+        if not records:
+            return [reply()]
+        persist = self._runtime.persist(group.partition, records)
+        pending = self._pending_commits.setdefault(group_id, {})
+        for tp, _ in staged:
+            pending[tp] = pending.get(tp, 0) + 1
+        write_id = persist.write_id
+        partition = group.partition
+
+        def done(error: ErrorCode, done_ms: int) -> list[Action]:
+            counts = self._pending_commits.get(group_id)
+            for tp, _ in staged:
+                if counts is not None and tp in counts:
+                    counts[tp] -= 1
+                    if counts[tp] <= 0:
+                        del counts[tp]
+            if counts is not None and not counts:
+                self._pending_commits.pop(group_id, None)
+            if error != NONE:
+                return [reply(append_error_to_response_error(error))]
+            if self._runtime.is_active(partition):
+                for (topic, part), oam in staged:
+                    key = (group_id, topic, part)
+                    if self._tombstoned.get(key, 0) > write_id:
+                        # A later tombstone (DeleteGroups, OffsetDelete, expiry)
+                        # wins, unless it fails.
+                        self._shadowed[key] = oam
+                        continue
+                    if self._membership.group(group_id) is None:
+                        self._membership.create_group(group_id, done_ms)
+                    self._offsets.setdefault(group_id, {})[(topic, part)] = oam
+            return [reply()]
+
+        self._runtime.then(persist, done)
+        return [persist]
+
+    def offset_fetch(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        v = ctx.api_version
+        if v >= 8:
+            wanted = [(g.group_id, g.topics) for g in req.groups]
+        else:
+            wanted = [(req.group_id, req.topics)]
+        # require_stable: UNSTABLE_OFFSET_COMMIT is only for pending transactional
+        # offsets, which this coordinator does not have.
+        groups = [self._fetch_group(gid, topics) for gid, topics in wanted]
+        return [Reply(ctx.token, R.offset_fetch(v, groups))]
+
+    def _fetch_group(self, group_id: str, topics) -> dict:
+        status = self._membership.status_error(group_id)
+        if status is not None:
+            # The requested partitions come along so that versions without a
+            # top-level error (v0-1) can carry it per partition.
+            echoed = [
+                {
+                    "name": t.name,
+                    "partitions": [R.fetched_partition(p) for p in t.partition_indexes],
+                }
+                for t in topics or ()
+            ]
+            return R.fetched_group(group_id, echoed, error=status)
+        group = self._membership.group(group_id)
+        offsets = {} if group is None else self._offsets.get(group_id, {})
+        if topics is None:
+            by_topic: dict[str, list[dict]] = {}
+            for (topic, part), oam in offsets.items():
+                by_topic.setdefault(topic, []).append(
+                    R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
+                )
+            return R.fetched_group(
+                group_id, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+            )
+        out = []
+        for topic in topics:
+            parts = []
+            for part in topic.partition_indexes:
+                oam = offsets.get((topic.name, part))
+                if oam is None:
+                    parts.append(R.fetched_partition(part))
+                else:
+                    parts.append(
+                        R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
+                    )
+            out.append({"name": topic.name, "partitions": parts})
+        return R.fetched_group(group_id, out)
+
+    def offset_delete(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        token = ctx.token
+
+        def error(code: ErrorCode) -> list[Action]:
+            return [Reply(token, R.offset_delete(code))]
+
+        group_id = req.group_id
+        if not group_id:
+            return error(E.INVALID_GROUP_ID)
+        status = self._membership.status_error(group_id)
+        if status is not None:
+            return error(status)
+        group = self._membership.group(group_id)
+        if group is None or group.state is S.DEAD:
+            return error(E.GROUP_ID_NOT_FOUND)
+        if (
+            group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE)
+            and not group.uses_consumer_protocol
+        ):
+            return error(E.NON_EMPTY_GROUP)
+
+        results = []
+        to_delete: list[tuple[str, int]] = []
+        for topic in req.topics:
+            if group.is_subscribed_to_topic(topic.name):
+                results.append(
+                    (
+                        topic.name,
+                        [
+                            (p.partition_index, E.GROUP_SUBSCRIBED_TO_TOPIC)
+                            for p in topic.partitions
+                        ],
+                    )
+                )
+                continue
+            results.append((topic.name, [(p.partition_index, NONE) for p in topic.partitions]))
+            for p in topic.partitions:
+                if self._has_offset(group_id, topic.name, p.partition_index):
+                    to_delete.append((topic.name, p.partition_index))
+        if not to_delete:
+            return [Reply(token, R.offset_delete(topics=results))]
+        records: list = []
+        removed = self.tombstone_offsets(group_id, to_delete, records)
+        persist = self._runtime.persist(group.partition, records)
+        self.mark_tombstones(persist, removed)
+
+        def done(error: ErrorCode, _now: int) -> list[Action]:
+            if error != NONE:
+                return [Reply(token, R.offset_delete(append_error_to_response_error(error)))]
+            return [Reply(token, R.offset_delete(topics=results))]
+
+        self._runtime.then(persist, done)
+        return [persist]
+
+    # =========================================================================
+    # Deleted topics (Kafka's onPartitionsDeleted)
+    # =========================================================================
+
+    def partitions_deleted(self, tps: Iterable[tuple[str, int]], now_ms: int) -> list[Action]:
+        """Topic partitions were deleted: every group forgets its offsets for them
+        (Kafka's onPartitionsDeleted), so a topic created again under the same
+        name is not read from an old position. The groups themselves stay; an
+        Empty one without offsets goes at the next retention check."""
+        deleted = set(tps)
+        records_by_partition: dict[int, list] = {}
+        removed_by_partition: dict[int, list] = {}
+        for group in self._membership.groups():
+            if not self._runtime.is_active(group.partition):
+                continue
+            group_id = group.group_id
+            gone = [tp for tp in self.known_partitions(group_id) if tp in deleted]
+            if not gone:
+                continue
+            records = records_by_partition.setdefault(group.partition, [])
+            removed_by_partition.setdefault(group.partition, []).extend(
+                self.tombstone_offsets(group_id, gone, records)
+            )
+        actions: list[Action] = []
+        for partition, records in records_by_partition.items():
+            persist = self._runtime.persist(partition, records)
+            self.mark_tombstones(persist, removed_by_partition[partition])
+            actions.append(persist)
+        return actions
+
+    # =========================================================================
+    # Offset retention (Kafka's cleanupGroupMetadata)
+    # =========================================================================
+
+    def _schedule_expiry(self, now_ms: int) -> None:
+        """The next offsets retention check."""
+        self._runtime.schedule(
+            (_EXPIRE,),
+            now_ms + self.config.offsets_retention_check_interval_ms,
+            self._cleanup_group_metadata,
+        )
+
+    def _expiration_base(self, group: Group) -> Callable[[OffsetAndMetadata], int] | None:
+        if group.protocol_type is not None:
+            if group.state is S.EMPTY:
+                # Members all gone: retention counts from when the group emptied
+                # (from each commit if that time is unknown).
+                ts = group.state_timestamp
+                return (lambda o: o.commit_timestamp_ms) if ts is None else (lambda o: ts)
+            if (
+                group.uses_consumer_protocol
+                and group.subscribed_topics is not None
+                and (group.state is S.STABLE)
+            ):
+                # Stable consumers: offsets of topics nobody subscribes to anymore.
+                return lambda o: o.commit_timestamp_ms
+            return None
+        # A simple group (offsets only): from each commit.
+        return lambda o: o.commit_timestamp_ms
+
+    def _cleanup_expired_offsets(self, group: Group, records: list, now_ms: int) -> tuple:
+        """Tombstone the group's expired offsets; (all expired?, what was removed)."""
+        group_id = group.group_id
+        offsets = self._offsets.get(group_id, {})
+        pending = self._pending_commits.get(group_id, {})
+        if not offsets:
+            return not pending, []
+        base = self._expiration_base(group)
+        if base is None:
+            return False, []
+        retention = self.config.offsets_retention_ms
+        all_expired = not pending
+        expired = []
+        for (topic, part), oam in offsets.items():
+            if group.is_subscribed_to_topic(topic) or (topic, part) in pending:
+                all_expired = False
+                continue
+            if oam.expire_timestamp_ms is not None:
+                is_expired = now_ms >= oam.expire_timestamp_ms
+            else:
+                is_expired = now_ms - base(oam) >= retention
+            if is_expired:
+                expired.append((topic, part))
+            else:
+                all_expired = False
+        if expired:
+            log.info("group %s: %d offsets expired", group_id, len(expired))
+        return all_expired, self.tombstone_offsets(group_id, expired, records) if expired else []
+
+    def _cleanup_group_metadata(self, now_ms: int) -> list[Action]:
+        self._schedule_expiry(now_ms)
+        records_by_partition: dict[int, list] = {}
+        removed_by_partition: dict[int, list] = {}
+        groups_by_partition: dict[int, list] = {}
+        for group in self._membership.groups():
+            if not self._runtime.is_active(group.partition):
+                continue
+            records = records_by_partition.setdefault(group.partition, [])
+            all_expired, removed = self._cleanup_expired_offsets(group, records, now_ms)
+            removed_by_partition.setdefault(group.partition, []).extend(removed)
+            if all_expired and group.state is S.EMPTY:
+                # Empty and without offsets: the group is gone.
+                log.info("group %s is empty and has no offsets: deleting it", group.group_id)
+                groups_by_partition.setdefault(group.partition, []).append(
+                    self._membership.remove_empty_group(group, records, now_ms)
+                )
+        actions: list[Action] = []
+        for partition, records in records_by_partition.items():
+            if records:
+                persist = self._runtime.persist(partition, records)
+                self.mark_tombstones(
+                    persist,
+                    removed_by_partition.get(partition, []),
+                    groups_by_partition.get(partition, []),
+                )
+                actions.append(persist)
+        return actions
+
+    # =========================================================================
+    # Tombstones: applied at once, undone if their write fails
+    # =========================================================================
+
+    def _has_offset(self, group_id: str, topic: str, part: int) -> bool:
+        return (topic, part) in self._offsets.get(group_id, {}) or (
+            (topic, part) in self._pending_commits.get(group_id, {})
+        )
+
+    def tombstone_offsets(
+        self, group_id: str, tps: list[tuple[str, int]], records: list
+    ) -> list[_Removed]:
+        """Forget offsets now and add their tombstones; returns what was removed."""
+        offsets = self._offsets.get(group_id, {})
+        removed = []
+        for topic, part in tps:
+            old = offsets.pop((topic, part), None)
+            records.append(encode_offset_tombstone(group_id, topic, part))
+            removed.append(((group_id, topic, part), old))
+        if not offsets:
+            self._offsets.pop(group_id, None)
+        return removed
+
+    def mark_tombstones(
+        self, persist: Persist, removed: list[_Removed], groups: list[GroupSnapshot] = ()
+    ) -> None:
+        """Tombstones are applied when emitted; if their write fails, what they
+        removed comes back (Kafka reverts to the log on a failed append)."""
+        write_id = persist.write_id
+        partition = persist.partition
+        for key, _ in removed:
+            self._tombstoned[key] = write_id
+
+        def done(error: ErrorCode, done_ms: int) -> list[Action]:
+            # Writes of a partition complete in order: every commit emitted
+            # before this tombstone is settled now.
+            revert = error != NONE and self._runtime.is_active(partition)
+            if revert:
+                for snap in groups:
+                    self._membership.restore_group(snap, done_ms)
+            for key, old in removed:
+                if self._tombstoned.get(key) != write_id:
+                    continue  # a later tombstone of the same offset decides
+                del self._tombstoned[key]
+                value = self._shadowed.pop(key, None) or old
+                if revert and value is not None:
+                    group_id, topic, part = key
+                    if self._membership.group(group_id) is None:
+                        self._membership.create_group(group_id, done_ms)
+                    self._offsets.setdefault(group_id, {}).setdefault((topic, part), value)
+            return []
+
+        self._runtime.then(persist, done)
+
+
+# ((group, topic, partition), the committed value removed or None)
+_Removed = tuple[tuple[str, str, int], "OffsetAndMetadata | None"]
+
+
+def _utf16_len(s: str) -> int:
+    """Java's String.length()."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2

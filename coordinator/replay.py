@@ -1,0 +1,104 @@
+"""Rebuilding groups and offsets from `__consumer_offsets` while a partition loads.
+
+The records come in log order, so a later record for a key replaces an
+earlier one and a tombstone removes it (Kafka's GroupCoordinatorShard.replay,
+which hands them to GroupMetadataManager and OffsetMetadataManager):
+
+- an offset commit record sets the group's committed offset; offsets of a
+  group without metadata form a simple group (Empty, no protocol type,
+  its state timestamp the load time, as in Kafka);
+- a group metadata record replaces the group, not its offsets; a group with
+  members comes back Stable, without members Empty.
+
+Record types other than offset commits and classic group metadata (KIP-848
+consumer groups, share groups...) are skipped; a malformed record raises
+`RecordDecodeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from coordinator.group import Group, Member
+from coordinator.membership import Membership
+from coordinator.offsets import OffsetAndMetadata, Offsets
+from coordinator.records import GroupMetadataRecord, OffsetCommitRecord, decode_record
+from coordinator.state import GroupState
+
+S = GroupState
+
+
+def replay_records(
+    records: Iterable[tuple[bytes, bytes | None]],
+    membership: Membership,
+    offsets: Offsets,
+    now_ms: int,
+) -> None:
+    """Apply (key, value) records (value None: a tombstone), in log order."""
+    for key, value in records:
+        rec = decode_record(key, value)
+        if isinstance(rec, OffsetCommitRecord):
+            _replay_offset(rec, membership, offsets, now_ms)
+        elif isinstance(rec, GroupMetadataRecord):
+            _replay_group(rec, membership, now_ms)
+
+
+def _replay_offset(
+    rec: OffsetCommitRecord, membership: Membership, offsets: Offsets, now_ms: int
+) -> None:
+    gid = rec.group
+    key = (rec.topic, rec.partition)
+    if rec.is_tombstone:
+        offsets.remove_committed(gid, key)
+        return
+    if membership.group(gid) is None:
+        # Offsets without membership: a simple group.
+        membership.create_group(gid, now_ms)
+    offsets.set_committed(
+        gid,
+        key,
+        OffsetAndMetadata(
+            offset=rec.offset,
+            leader_epoch=rec.leader_epoch,
+            metadata=rec.metadata,
+            commit_timestamp_ms=rec.commit_timestamp,
+            expire_timestamp_ms=None if rec.expire_timestamp == -1 else rec.expire_timestamp,
+        ),
+    )
+
+
+def _replay_group(rec: GroupMetadataRecord, membership: Membership, now_ms: int) -> None:
+    old = membership.group(rec.group)
+    if old is not None:
+        membership.forget_group(old)
+    if rec.tombstone:
+        return
+    group = Group(
+        rec.group,
+        membership.partition_for(rec.group),
+        state_timestamp=None if rec.current_state_timestamp == -1 else rec.current_state_timestamp,
+        state=S.STABLE if rec.members else S.EMPTY,
+        generation=rec.generation,
+        protocol_type=rec.protocol_type or None,
+        protocol_name=rec.protocol,
+        leader_id=rec.leader,
+    )
+    for m in rec.members:
+        group.add(
+            Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                # Records older than v1 have no rebalance timeout.
+                rebalance_timeout_ms=m.session_timeout
+                if m.rebalance_timeout == -1
+                else m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout,
+                protocol_type=rec.protocol_type,
+                protocols=[(rec.protocol or "", m.subscription)],
+                assignment=m.assignment,
+            )
+        )
+    group.subscribed_topics = group.compute_subscribed_topics()
+    membership.add_group(group)
