@@ -69,6 +69,7 @@ bench: install clients
 	$(PY) bench/wire_codec.py
 	$(PY) bench/broker_throughput.py
 	$(PY) bench/group_rebalance.py
+	$(PY) bench/spark_pipeline.py
 
 # Regenerates the generated sections of README.md from the code.
 readme: install
