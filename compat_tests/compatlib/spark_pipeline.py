@@ -14,8 +14,8 @@ polls a condition with a deadline.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import re
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,8 @@ START_MS = 1_795_000_000_000 - 1_795_000_000_000 % 60_000
 WINDOW_MS = stats.WINDOW_MS
 DELAY_MS = stats.WATERMARK_DELAY_MS
 DEADLINE = 90.0  # seconds for anything Spark does here; small data, a busy 2-core machine
+# Sends purchases while a query runs.
+_BACKGROUND = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -203,12 +205,8 @@ def check_restart_mid_stream(spark, bootstrap: str, output_dir: Path) -> None:
             timeout=DEADLINE,
             message="for the first purchases' windows",
         )
-        sending = threading.Thread(
-            target=producer.produce,
-            args=(bootstrap, topic, second),
-            kwargs={"per_second": 120},  # three seconds of sending
-        )
-        sending.start()
+        # Three seconds of sending while the job runs; result() re-raises a failure.
+        sending = _BACKGROUND.submit(producer.produce, bootstrap, topic, second, per_second=120)
 
         def read_some_of_the_second():
             progress = queries.parquet.recentProgress
@@ -218,8 +216,7 @@ def check_restart_mid_stream(spark, bootstrap: str, output_dir: Path) -> None:
         wait_until(read_some_of_the_second, timeout=DEADLINE, message="for the stream")
     finally:
         queries.stop()
-    sending.join(60)
-    assert not sending.is_alive()
+    sending.result(60)
 
     restarted = start(available_now=True)
     restarted.await_termination(DEADLINE)

@@ -5,11 +5,11 @@ once."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -89,12 +89,10 @@ def test_driver_killed_mid_stream_restarts_each_window_once(spark, bootstrap, tm
         )
         offsets_log = output_dir / "checkpoints" / "parquet" / "offsets"
         planned = len(list(offsets_log.iterdir()))
-        sending = threading.Thread(
-            target=producer.produce,
-            args=(bootstrap, topic, second),
-            kwargs={"per_second": 120},  # three seconds of sending
+        # Three seconds of sending while the driver runs; result() re-raises a failure.
+        sending = concurrent.futures.ThreadPoolExecutor(max_workers=1).submit(
+            producer.produce, bootstrap, topic, second, per_second=120
         )
-        sending.start()
         # Two more batches planned: the driver is reading the second purchases.
         wait_until(
             lambda: len(list(offsets_log.iterdir())) >= planned + 2,
@@ -105,7 +103,7 @@ def test_driver_killed_mid_stream_restarts_each_window_once(spark, bootstrap, tm
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait(30)
         if sending is not None:
-            sending.join(60)
+            sending.result(60)
     assert driver.returncode == -signal.SIGKILL
 
     restarted = stats.start(
