@@ -39,11 +39,11 @@ def _partition_map(text: str) -> dict[int, int]:
     return {int(p): int(v) for p, v in json.loads(text).items()}
 
 
-def _session(args, purpose: str):
+def _session(output_dir: Path, use_packages: bool, purpose: str):
     from spark import session
 
     return session.local_session(
-        f"gregor-{purpose}", log_dir=Path(args.output_dir) / "logs", use_packages=args.packages
+        f"gregor-{purpose}", log_dir=Path(output_dir) / "logs", use_packages=use_packages
     )
 
 
@@ -137,7 +137,7 @@ def cmd_produce(args) -> int:
 def cmd_stream(args) -> int:
     from spark import stats
 
-    spark = _session(args, "stream")
+    spark = _session(args.output_dir, args.packages, "stream")
     events = stats.purchase_events(
         spark, args.bootstrap_servers, args.topic, starting_offsets=args.starting_offsets
     )
@@ -175,7 +175,7 @@ def cmd_replay(args) -> int:
 
     from spark import replay
 
-    spark = _session(args, "replay")
+    spark = _session(args.output_dir, args.packages, "replay")
     if args.from_offsets is not None:
         records = replay.read_offsets(
             spark,
@@ -220,7 +220,7 @@ def cmd_pipeline(args) -> int:
     events = _generate(args)
     expected = reference.closed_window_stats(events, stats.WINDOW_MS, stats.WATERMARK_DELAY_MS)
 
-    spark = _session(argparse.Namespace(output_dir=run_dir, packages=args.packages), "pipeline")
+    spark = _session(run_dir, args.packages, "pipeline")
     started = (
         json.dumps({args.topic: {str(p): o for p, o in purchases_from.items()}})
         if purchases_from
@@ -234,16 +234,17 @@ def cmd_pipeline(args) -> int:
         trigger_seconds=args.trigger_seconds,
     )
     progress = _Progress(queries, total=len(events))
+    table = stats.table_dir(run_dir)
     try:
+        pace = f"{args.speedup:g}x real time" if args.speedup > 0 else "at once"
         print(
-            f"pipeline: sending {len(events):,} purchases ({args.rate}/s for {args.duration:.0f} s "
-            f"of event time, {args.speedup}x) to {args.topic}",
+            f"pipeline: sending {len(events):,} purchases ({args.rate:g}/s for "
+            f"{args.duration:g} s of event time, {pace}) to {args.topic}",
             flush=True,
         )
         _send(args, events, progress.on_sent)
         # Every window the watermark has closed is written once the stream has read
         # the last purchase; the last minute stays open (later purchases would close it).
-        table = stats.table_dir(run_dir)
         deadline = time.monotonic() + args.timeout
         while len(stats.read_table(spark, run_dir)) < len(expected):
             for q in queries.all:
@@ -263,10 +264,9 @@ def cmd_pipeline(args) -> int:
     for row in rows:
         window = f"{_hhmm(row.window_start_ms)}-{_hhmm(row.window_end_ms)}"
         print(f"{window:<13} {row.country:<7} {row.purchases:>9,} {row.revenue:>10,.2f}")
-    got, want = rows, expected
-    verdict = "the same" if got == want else "DIFFERENT"
+    verdict = "the same" if rows == expected else "DIFFERENT"
     print(
-        f"\ncheck: {len(got)} rows in Parquet, {len(want)} computed in plain Python "
+        f"\ncheck: {len(rows)} rows in Parquet, {len(expected)} computed in plain Python "
         f"from the same purchases: {verdict}"
     )
 
