@@ -117,7 +117,9 @@ def main() -> int:
             if not args.no_kafka:
                 kafka = run_kafka.KafkaNode(overrides={"num.partitions": PARTITIONS}).start()
                 brokers["kafka"] = kafka.bootstrap
-            spark = session.local_session("bench", log_dir=tmp_path / "spark-logs")
+            spark = session.local_session(
+                "bench", log_dir=tmp_path / "spark-logs", scratch_dir=tmp_path / "spark-scratch"
+            )
             data = {}
             for name, bs in brokers.items():
                 data[name] = (

@@ -21,7 +21,11 @@ pytestmark = pytest.mark.client("spark")
 def spark(tmp_path_factory):
     from spark.session import local_session
 
-    session = local_session("compat", log_dir=tmp_path_factory.mktemp("spark-logs"))
+    session = local_session(
+        "compat",
+        log_dir=tmp_path_factory.mktemp("spark-logs"),
+        scratch_dir=tmp_path_factory.mktemp("spark-scratch"),
+    )
     yield session
     session.stop()
 

@@ -43,7 +43,10 @@ def _session(output_dir: Path, use_packages: bool, purpose: str):
     from spark import session
 
     return session.local_session(
-        f"gregor-{purpose}", log_dir=Path(output_dir) / "logs", use_packages=use_packages
+        f"gregor-{purpose}",
+        log_dir=Path(output_dir) / "logs",
+        scratch_dir=Path(output_dir) / "scratch",
+        use_packages=use_packages,
     )
 
 

@@ -46,6 +46,7 @@ def local_session(
     app_name: str,
     *,
     log_dir: Path,
+    scratch_dir: Path | None = None,
     master: str = "local[2]",
     use_packages: bool = False,
     conf: dict[str, str] | None = None,
@@ -54,32 +55,36 @@ def local_session(
 
     use_packages=False hands Spark the jars resolved into .cache/ (`spark.jars`);
     True lets Spark resolve the connector itself (`spark.jars.packages`, which needs
-    Maven Central). Raises connector.ConnectorUnavailable when PySpark or the
-    jars are missing.
+    Maven Central). scratch_dir, when given, holds Spark's local files (shuffle
+    blocks, the jars it copies for its executors) instead of /tmp: a driver that
+    is killed leaves them behind. Raises connector.ConnectorUnavailable when
+    PySpark or the jars are missing.
     """
-    if use_packages:
-        connector.pyspark_jars_dir()  # checks the PySpark version against the connector's
-        jar_conf = {"spark.jars.packages": connector.packages_coordinate()}
-    else:
-        jar_conf = {"spark.jars": ",".join(str(p) for p in connector.connector_jars())}
-    log_config = log4j2_config(Path(log_dir))
-    # Spark picks the machine's outward address for itself unless told; everything
-    # here is on loopback (the driver's RPC and block manager bind below).
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log_config}")
+    settings = {
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         # Small jobs on a small machine: Spark's default of 200 shuffle (and so state
         # store) partitions would cost more than the work itself.
-        .config("spark.sql.shuffle.partitions", "2")
+        "spark.sql.shuffle.partitions": "2",
         # Windows print, and land in Parquet and JSON, in UTC whatever the machine's zone.
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    for key, value in {**jar_conf, **(conf or {})}.items():
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if use_packages:
+        connector.pyspark_jars_dir()  # checks the PySpark version against the connector's
+        settings["spark.jars.packages"] = connector.packages_coordinate()
+    else:
+        settings["spark.jars"] = ",".join(str(p) for p in connector.connector_jars())
+    java_options = [f"-Dlog4j2.configurationFile={log4j2_config(Path(log_dir))}"]
+    if scratch_dir is not None:
+        settings["spark.local.dir"] = str(scratch_dir)
+        java_options.append(f"-Djava.io.tmpdir={scratch_dir}")
+    settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    # Spark picks the machine's outward address for itself unless told; everything
+    # here is on loopback (the driver's RPC and block manager bind to 127.0.0.1).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**settings, **(conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -46,10 +46,11 @@ def spark_logs(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark(spark_logs):
+def spark(spark_logs, tmp_path_factory):
     from spark.session import local_session
 
-    session = local_session("gregor-tests", log_dir=spark_logs)
+    scratch = tmp_path_factory.mktemp("spark-scratch")
+    session = local_session("gregor-tests", log_dir=spark_logs, scratch_dir=scratch)
     yield session
     session.stop()
 
