@@ -5,8 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_SECONDS ?= 60
+# The broker `make pipeline` talks to: `make run`'s by default.
+BOOTSTRAP ?= localhost:9092
 
-.PHONY: install run test unit compat fuzz lint bench readme clean clients
+.PHONY: install run test unit compat fuzz lint bench readme clean clients pipeline
 
 install: $(STAMP)
 
@@ -23,11 +25,20 @@ run: install
 
 # Non-Python clients for tests: kcat (and java/mvn if missing) from Debian,
 # Apache Kafka's jars from Maven Central into .cache/maven/ (stamped: ~0.1 s when done),
-# Go 1.26 for the franz-go clients from the Go module proxy when the machine's is older.
+# Go 1.26 for the franz-go clients from the Go module proxy when the machine's is older,
+# Spark's Kafka connector and its dependencies from Maven Central (stamped like Kafka's).
 clients:
 	tools/install_debian.sh
 	$(PYTHON) tools/kafka_jars.py
 	$(PYTHON) tools/go_toolchain.py
+	$(PYTHON) tools/spark_jars.py
+
+# The Spark pipeline against a running broker (`make run` in another terminal, or
+# BOOTSTRAP=host:port): purchases in, per-minute stats out to Kafka and Parquet
+# (spark-output/), a replay, and the final table.
+pipeline: install
+	$(PYTHON) tools/spark_jars.py -q >/dev/null
+	$(PY) -m spark pipeline --bootstrap-servers $(BOOTSTRAP)
 
 # Unit and integration tests, then the compatibility suite against Apache
 # Kafka and Gregor side by side, then a short fuzz run.
@@ -58,6 +69,7 @@ bench: install clients
 	$(PY) bench/wire_codec.py
 	$(PY) bench/broker_throughput.py
 	$(PY) bench/group_rebalance.py
+	$(PY) bench/spark_pipeline.py
 
 # Regenerates the generated sections of README.md from the code.
 readme: install

@@ -19,7 +19,8 @@ and again against one broker. Markers (for the report):
     @pytest.mark.api("CreateTopics", ...)  the Kafka APIs / behaviour behind the test
 
 This file and compatlib/ depend on the clients only (and tools/kafka_cli.py
-for the Java tools), never on Gregor's packages.
+for the Java tools, and the project's Spark pipeline, spark/, which reaches a
+broker through Spark's own Kafka connector), never on Gregor's packages.
 """
 
 from __future__ import annotations
@@ -34,7 +35,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from compatlib.common import unique, wait_for_leaders  # noqa: E402
 
-CLIENTS = ("java", "confluent-kafka", "kcat", "kafka-python", "aiokafka", "franz-go", "raw")
+CLIENTS = (
+    "java",
+    "confluent-kafka",
+    "kcat",
+    "kafka-python",
+    "aiokafka",
+    "franz-go",
+    "raw",
+    "spark",
+)
 
 
 def pytest_addoption(parser):

@@ -1,0 +1,31 @@
+"""The batch job against Gregor: exactly the records between offsets and between
+timestamps (global and per partition), at either isolation level."""
+
+from __future__ import annotations
+
+import pytest
+from compatlib import spark_pipeline as checks
+
+
+@pytest.fixture(scope="module")
+def history(bootstrap):
+    return checks.make_history(bootstrap)
+
+
+def test_between_offsets(spark, bootstrap, history):
+    checks.check_replay_between_offsets(spark, bootstrap, history)
+
+
+def test_between_timestamps(spark, bootstrap, history):
+    checks.check_replay_between_timestamps(spark, bootstrap, history)
+
+
+def test_between_timestamps_per_partition(spark, bootstrap, history):
+    checks.check_replay_between_timestamps_per_partition(spark, bootstrap, history)
+
+
+# read_committed over transactional input waits for Gregor's transactions; until
+# then both levels must read every (non-transactional) record.
+@pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
+def test_isolation_level_reads_everything(spark, bootstrap, history, level):
+    checks.check_isolation_level(spark, bootstrap, history, level)
