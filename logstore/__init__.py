@@ -11,7 +11,8 @@ Modules: `log` (the Log), `segment` (one .log file and its indexes), `index`
 (idempotent producers and their snapshots), `recovery` (opening a directory),
 `checkpoint` / `partition_metadata` / `logdir` (Kafka's small text files),
 `config`, `errors`, `results`; compaction: `cleanable` (what may be cleaned),
-`cleaner` (cleaning one log), `cleaner_manager` (choosing the log, checkpoint).
+`cleaner` (cleaning one log), `cleaner_manager` (choosing the log, checkpoint);
+`log_validator` (Kafka's checks of a producer's batch before it is appended).
 """
 
 from logstore.checkpoint import (
@@ -39,6 +40,13 @@ from logstore.errors import (
     UnexpectedAppendOffset,
 )
 from logstore.log import Log
+from logstore.log_validator import (
+    RecordsError,
+    TopicLimits,
+    check_single_batch,
+    first_batch_is_transactional,
+    validate_records,
+)
 from logstore.partition_metadata import (
     read_partition_metadata,
     topic_id_from_string,
@@ -69,13 +77,18 @@ __all__ = [
     "OutOfOrderSequence",
     "ReadResult",
     "RecordBatchTooLarge",
+    "RecordsError",
     "TimestampAndOffset",
+    "TopicLimits",
     "UnexpectedAppendOffset",
+    "check_single_batch",
+    "first_batch_is_transactional",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
     "read_partition_metadata",
     "topic_id_from_string",
     "topic_id_to_string",
+    "validate_records",
     "write_leader_epoch_checkpoint",
     "write_offset_checkpoint",
     "write_partition_metadata",
