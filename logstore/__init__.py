@@ -2,7 +2,7 @@
 
     log = UnifiedLog.open("/data/my-topic-0", LogConfig(), recovery_point=..., ...)
     info = log.append(records, leader_epoch=3)        # leader: assigns offsets
-    result = log.read(offset, max_bytes, max_offset=hw)
+    result = log.read(offset, max_bytes, log.fetch_upper_bound(FetchIsolation.HIGH_WATERMARK))
     os.sendfile(sock, result.fd, result.position, result.size)
     await trio.to_thread.run_sync(log.flush)           # fsync off the event loop
 
@@ -55,7 +55,7 @@ from logstore.partition_metadata import (
     write_partition_metadata,
 )
 from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
-from logstore.unified_log import UnifiedLog
+from logstore.unified_log import FetchIsolation, UnifiedLog
 
 __all__ = [
     "CleanerCandidate",
@@ -65,6 +65,7 @@ __all__ = [
     "AppendInfo",
     "CorruptFileError",
     "EpochEntry",
+    "FetchIsolation",
     "InconsistentTopicId",
     "InvalidProducerEpoch",
     "InvalidRecords",

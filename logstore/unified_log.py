@@ -4,11 +4,21 @@ transactions).
 A UnifiedLog is the log the broker uses. Its segments are a LocalLog
 (local_log.py: the segment list, append to the active segment, roll, read,
 truncate, segment deletion, recovery point, fsync); on top of them it keeps
-what is about the log rather than its files: the log start offset, the leader
-epoch cache, the idempotent-producer state, retention (time, size, log start)
-and DeleteRecords, offset-for-timestamp lookups, the compaction hooks, the
-topic id and config updates. All offsets are Kafka offsets; every method
-works on whole record batches and reads only their 61-byte headers.
+what is about the log rather than its files: the log start offset, the high
+watermark and last stable offset, the leader epoch cache, the
+idempotent-producer state, retention (time, size, log start) and
+DeleteRecords, offset-for-timestamp lookups, the compaction hooks, the topic
+id and config updates. All offsets are Kafka offsets; every method works on
+whole record batches and reads only their 61-byte headers.
+
+Offsets, in order: log start offset <= last stable offset <= high watermark
+<= log end offset. The high watermark is the offset below which every in-sync
+replica has the data; consumers read only below it (`fetch_upper_bound`). The
+log keeps it within [log start, log end] as Kafka's UnifiedLog does: a log
+start moving past it (DeleteRecords, retention) carries it up, a truncation
+below it carries it down. Appends do not move it: the leader moves it
+(`maybe_increment_high_watermark`) when the in-sync replicas have the data, a
+follower sets the leader's (`update_high_watermark`).
 
 Threads: the LocalLog's lock serializes every method, so a log may be used
 from several threads; the intended use is the broker's Trio thread for
@@ -25,6 +35,7 @@ batches without timestamps, retention.ms, flush.ms and producer expiry.
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import time
@@ -72,6 +83,17 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class FetchIsolation(enum.Enum):
+    """How far a fetch may read (Kafka's FetchIsolation)."""
+
+    # Follower replicas: everything the leader has.
+    LOG_END = "log_end"
+    # Consumers with read_uncommitted: what every in-sync replica has.
+    HIGH_WATERMARK = "high_watermark"
+    # Consumers with read_committed: no open or aborted transaction's records.
+    TXN_COMMITTED = "txn_committed"
+
+
 class UnifiedLog:
     """Use `UnifiedLog.open(dir, config, ...)`."""
 
@@ -79,6 +101,7 @@ class UnifiedLog:
         self._local = local
         self._clock = clock
         self._log_start_offset = 0
+        self._high_watermark = 0
         self._metadata_dirty = False
         self.epochs = LeaderEpochCache(None)
         self.producers = ProducerStateManager(None)
@@ -97,16 +120,19 @@ class UnifiedLog:
         *,
         recovery_point: int = 0,
         log_start_offset: int = 0,
+        high_watermark: int = 0,
         clean_shutdown: bool = False,
         clock: Callable[[], int] | None = None,
     ) -> UnifiedLog:
         """Open (creating if needed) the log in `dir`.
 
-        `recovery_point` and `log_start_offset` come from the log dir's
-        checkpoint files, `clean_shutdown` from its `.kafka_cleanshutdown`
-        marker (see logdir.py). After an unclean shutdown everything from the
-        recovery point on is validated and a bad tail is cut. `clock` returns
-        wall-clock milliseconds (tests pass their own).
+        `recovery_point`, `log_start_offset` and `high_watermark` come from
+        the log dir's checkpoint files (0 when a file has no entry for the
+        partition, as in Kafka), `clean_shutdown` from its
+        `.kafka_cleanshutdown` marker (see logdir.py). After an unclean
+        shutdown everything from the recovery point on is validated and a bad
+        tail is cut; the high watermark is then kept within what is left.
+        `clock` returns wall-clock milliseconds (tests pass their own).
         """
         config = config or LogConfig()
         clock = clock or wall_clock_ms
@@ -131,7 +157,7 @@ class UnifiedLog:
             raise LogStorageError("open log", dir, e) from e
         self = cls(LocalLog(dir, config, loaded.segments, loaded.recovery_point, clock), clock)
         try:
-            self._load(loaded.log_start_offset, loaded.reset, epochs, epoch_path)
+            self._load(loaded.log_start_offset, high_watermark, loaded.reset, epochs, epoch_path)
         except OSError as e:
             self._local.close_quietly()
             raise LogStorageError("open log", dir, e) from e
@@ -140,12 +166,14 @@ class UnifiedLog:
     def _load(
         self,
         log_start_offset: int,
+        high_watermark: int,
         reset: bool,
         epochs: LeaderEpochCache | None,
         epoch_path: str,
     ) -> None:
         dir, leo = self.dir, self.log_end_offset
         self._log_start_offset = log_start_offset
+        self._high_watermark = self._within_log(high_watermark)
         if epochs is None or reset:
             epochs = LeaderEpochCache(epoch_path)
             if not reset:
@@ -168,10 +196,11 @@ class UnifiedLog:
         except CorruptFileError as e:
             log.warning("%s: ignoring unreadable %s: %s", dir, PARTITION_METADATA, e)
         log.info(
-            "opened log %s: offsets [%d, %d), %d segments, recovery point %d",
+            "opened log %s: offsets [%d, %d), high watermark %d, %d segments, recovery point %d",
             dir,
             self._log_start_offset,
             leo,
+            self._high_watermark,
             len(self._local.segments),
             self.recovery_point,
         )
@@ -213,6 +242,55 @@ class UnifiedLog:
     def recovery_point(self) -> int:
         """Every offset below this is known to be on disk (fsynced)."""
         return self._local.recovery_point
+
+    # --------------------------------------------- high watermark, stable offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The offset below which every in-sync replica has the data; always
+        within [log start offset, log end offset]."""
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which no record belongs to an open transaction.
+        Gregor has no transactions yet, so it is the high watermark; with them
+        it becomes the first offset of the oldest open transaction when that
+        lies below the high watermark."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark to `offset` kept within [log start offset,
+        log end offset], up or down: a follower takes the leader's (bounded by
+        its own log end). Returns the high watermark now."""
+        with self._local.lock:
+            self._high_watermark = self._within_log(offset)
+            return self._high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark up to `offset`, never down: a leader moves
+        it to the smallest log end offset of its in-sync replicas. Returns
+        whether it moved. ValueError when `offset` lies past the log end
+        (Kafka's IllegalArgumentException: no replica can have more)."""
+        with self._local.lock:
+            leo = self.log_end_offset
+            if offset > leo:
+                raise ValueError(f"high watermark {offset} past the log end offset {leo}")
+            if offset <= self._high_watermark:
+                return False
+            self._high_watermark = offset
+            return True
+
+    def fetch_upper_bound(self, isolation: FetchIsolation) -> int:
+        """The `max_offset` for a `read` with `isolation`."""
+        if isolation is FetchIsolation.LOG_END:
+            return self.log_end_offset
+        if isolation is FetchIsolation.HIGH_WATERMARK:
+            return self.high_watermark
+        return self.last_stable_offset
+
+    def _within_log(self, offset: int) -> int:
+        return min(max(offset, self._log_start_offset), self.log_end_offset)
 
     @property
     def unflushed_messages(self) -> int:
@@ -411,8 +489,10 @@ class UnifiedLog:
     ) -> ReadResult:
         """Whole batches from the batch holding `start_offset` on, at most
         `max_bytes` of them (but at least one batch when `min_one_batch`),
-        only batches whose last offset is below `max_offset` (the high
-        watermark for consumers; None for followers), all from one segment.
+        only batches whose last offset is below `max_offset`
+        (`fetch_upper_bound(...)`: the high watermark or last stable offset
+        for consumers, None or the log end for followers), all from one
+        segment.
 
         Raises OffsetOutOfRange when start_offset < log start offset or >
         log end offset. At the log end (or at/after max_offset) the result is
@@ -513,6 +593,7 @@ class UnifiedLog:
             self._local.truncate_to(offset)
             leo = self.log_end_offset
             self._log_start_offset = min(self._log_start_offset, leo)
+            self._high_watermark = min(self._high_watermark, leo)
             self.epochs.truncate_from_end(leo)
             self.producers.delete_snapshots_above(leo)
             self._rebuild_producer_state(self._clock())
@@ -531,6 +612,7 @@ class UnifiedLog:
     def _truncate_fully(self, offset: int) -> None:
         self._local.truncate_fully_and_start_at(offset)
         self._log_start_offset = offset
+        self._high_watermark = offset
         self.epochs.clear()
         self.producers.truncate_fully_and_start_at(offset)
         log.info("%s: truncated fully, restarting at offset %d", self.dir, offset)
@@ -540,8 +622,13 @@ class UnifiedLog:
     @storage_errors
     def delete_records_before(self, offset: int, high_watermark: int | None = None) -> int:
         """DeleteRecords: move the log start offset up to `offset` (never past
-        the high watermark; default the log end) and delete the segments that
-        lie entirely below it. Returns the new log start offset."""
+        `high_watermark`) and delete the segments that lie entirely below it;
+        the log's high watermark moves up with the log start. Returns the new
+        log start offset.
+
+        `high_watermark` here and in `delete_old_segments` / `log_to_clean`
+        defaults to the log end offset, not `self.high_watermark`: the broker
+        still passes its partition's own."""
         with self._local.lock:
             self._local.check_usable()
             hw = self.log_end_offset if high_watermark is None else high_watermark
@@ -559,7 +646,7 @@ class UnifiedLog:
         """Retention: delete whole segments, oldest first, that are older than
         retention_ms (by their largest batch timestamp) or that keep the log
         above retention_bytes, and segments below the log start offset. Never
-        a segment holding offsets at or above the high watermark (default: the
+        a segment holding offsets at or above `high_watermark` (default: the
         log end). The active segment goes too when it qualifies (a new empty
         one is rolled first), as in Kafka. Returns the number deleted."""
         with self._local.lock:
@@ -619,6 +706,8 @@ class UnifiedLog:
     def _increment_log_start_offset(self, offset: int) -> None:
         if offset > self._log_start_offset:
             self._log_start_offset = offset
+            # Never below the log start: the records under it are gone.
+            self._high_watermark = max(self._high_watermark, offset)
             self.epochs.truncate_from_start(offset)
             log.info("%s: log start offset is now %d", self.dir, offset)
 
@@ -630,7 +719,8 @@ class UnifiedLog:
     @storage_errors
     def log_to_clean(self, checkpoint: int | None, high_watermark: int | None = None) -> LogToClean:
         """What the cleaner may compact now, from its checkpointed first dirty
-        offset (see cleanable.py)."""
+        offset, below `high_watermark` (default: the log end; see
+        cleanable.py)."""
         with self._local.lock:
             self._local.check_usable()
             return log_to_clean(
