@@ -18,14 +18,14 @@ import logging
 import trio
 
 from broker.cluster import PartitionInfo, TopicInfo
-from logstore import AppendInfo, Log, ReadResult
+from logstore import AppendInfo, ReadResult, UnifiedLog
 from logstore.errors import LogStorageError
 
 logger = logging.getLogger(__name__)
 
 
 class Partition:
-    def __init__(self, topic: TopicInfo, info: PartitionInfo, log: Log, node_id: int):
+    def __init__(self, topic: TopicInfo, info: PartitionInfo, log: UnifiedLog, node_id: int):
         self.topic = topic.name
         self.topic_id = topic.topic_id
         self.index = info.index

@@ -26,7 +26,7 @@ import trio
 
 from broker.cluster import TopicInfo
 from broker.partition import Partition
-from logstore import CleanerCandidate, Log, LogCleaner, LogConfig, LogError  # noqa: F401
+from logstore import CleanerCandidate, LogCleaner, LogConfig, LogError, UnifiedLog  # noqa: F401
 from logstore.logdir import (
     had_clean_shutdown,
     list_partitions,
@@ -115,7 +115,7 @@ class ReplicaManager:
 
     def _open(self, topic: TopicInfo, info, d: str, **kwargs) -> Partition:
         path = partition_path(d, topic.name, info.index)
-        plog = Log.open(path, self.log_config(topic), **kwargs)
+        plog = UnifiedLog.open(path, self.log_config(topic), **kwargs)
         plog.assign_topic_id(topic.topic_id)
         partition = Partition(topic, info, plog, self.node_id)
         self.partitions[(topic.name, info.index)] = partition

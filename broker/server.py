@@ -25,7 +25,7 @@ from broker.connection import Connection
 from broker.group_runtime import GroupRuntime
 from broker.replica_manager import ReplicaManager
 from broker.topics import TopicError, TopicManager
-from broker.validation import TopicLimits
+from logstore import TopicLimits
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger("gregor.broker")

@@ -1,17 +1,20 @@
 """One partition's durable commit log, in Kafka's own on-disk layout.
 
-    log = Log.open("/data/my-topic-0", LogConfig(), recovery_point=..., ...)
+    log = UnifiedLog.open("/data/my-topic-0", LogConfig(), recovery_point=..., ...)
     info = log.append(records, leader_epoch=3)        # leader: assigns offsets
-    result = log.read(offset, max_bytes, max_offset=hw)
+    result = log.read(offset, max_bytes, log.fetch_upper_bound(FetchIsolation.HIGH_WATERMARK))
     os.sendfile(sock, result.fd, result.position, result.size)
     await trio.to_thread.run_sync(log.flush)           # fsync off the event loop
 
-Modules: `log` (the Log), `segment` (one .log file and its indexes), `index`
-(offset and time indexes), `epoch_cache` (leader epochs), `producer_state`
-(idempotent producers and their snapshots), `recovery` (opening a directory),
-`checkpoint` / `partition_metadata` / `logdir` (Kafka's small text files),
-`config`, `errors`, `results`; compaction: `cleanable` (what may be cleaned),
-`cleaner` (cleaning one log), `cleaner_manager` (choosing the log, checkpoint).
+Modules: `unified_log` (the UnifiedLog, the log the broker uses), `local_log`
+(its segments: append, roll, read, truncate, fsync), `segment` (one .log file
+and its indexes), `index` (offset and time indexes), `epoch_cache` (leader
+epochs), `producer_state` (idempotent producers and their snapshots),
+`recovery` (opening a directory), `checkpoint` / `partition_metadata` /
+`logdir` (Kafka's small text files), `config`, `errors`, `results`;
+compaction: `cleanable` (what may be cleaned), `cleaner` (cleaning one log),
+`cleaner_manager` (choosing the log, checkpoint); `log_validator` (Kafka's
+checks of a producer's batch before it is appended).
 """
 
 from logstore.checkpoint import (
@@ -38,7 +41,13 @@ from logstore.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
-from logstore.log import Log
+from logstore.log_validator import (
+    RecordsError,
+    TopicLimits,
+    check_single_batch,
+    first_batch_is_transactional,
+    validate_records,
+)
 from logstore.partition_metadata import (
     read_partition_metadata,
     topic_id_from_string,
@@ -46,6 +55,7 @@ from logstore.partition_metadata import (
     write_partition_metadata,
 )
 from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
+from logstore.unified_log import FetchIsolation, UnifiedLog
 
 __all__ = [
     "CleanerCandidate",
@@ -55,11 +65,11 @@ __all__ = [
     "AppendInfo",
     "CorruptFileError",
     "EpochEntry",
+    "FetchIsolation",
     "InconsistentTopicId",
     "InvalidProducerEpoch",
     "InvalidRecords",
     "LeaderEpochCache",
-    "Log",
     "LogClosedError",
     "LogConfig",
     "LogError",
@@ -69,13 +79,19 @@ __all__ = [
     "OutOfOrderSequence",
     "ReadResult",
     "RecordBatchTooLarge",
+    "RecordsError",
     "TimestampAndOffset",
+    "TopicLimits",
     "UnexpectedAppendOffset",
+    "UnifiedLog",
+    "check_single_batch",
+    "first_batch_is_transactional",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
     "read_partition_metadata",
     "topic_id_from_string",
     "topic_id_to_string",
+    "validate_records",
     "write_leader_epoch_checkpoint",
     "write_offset_checkpoint",
     "write_partition_metadata",

@@ -16,7 +16,7 @@ above min.cleanable.dirty.ratio, or when a dirty segment's first batch is
 older than max.compaction.lag.ms; when no log qualifies, a log whose
 tombstones' delete horizon has passed is cleaned to drop them.
 
-Pure functions over a segment list; the Log calls them under its lock.
+Pure functions over a segment list; the UnifiedLog calls them under its lock.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@
    offset of a producer the log still tracks stays as an empty batch header
    (Kafka's RETAIN_EMPTY), so the producer's last sequence survives. Control
    and transactional batches are copied unchanged (Gregor writes none yet).
-4. Each group is swapped in under the log's lock (`Log.replace_segments`):
+4. Each group is swapped in under the log's lock (`UnifiedLog.replace_segments`):
    `.cleaned` -> `.swap`, old segments -> `.deleted`, `.swap` -> `.log`, old
    files unlinked (reads in flight keep their open descriptors). Recovery
    (recovery.py) finishes or undoes an interrupted swap.
@@ -56,7 +56,7 @@ from wire.records import (
 )
 
 if TYPE_CHECKING:
-    from logstore.log import Log
+    from logstore.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +114,9 @@ class CleanResult:
 
 
 def clean_log(
-    plog: Log, to_clean: LogToClean, *, max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES
+    plog: UnifiedLog, to_clean: LogToClean, *, max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES
 ) -> CleanResult:
-    """Compact `plog` as planned by `to_clean` (from `Log.log_to_clean`).
+    """Compact `plog` as planned by `to_clean` (from `UnifiedLog.log_to_clean`).
     Blocks on the disk: run it in a worker thread. Raises LogStorageError
     when a file cannot be read or written (the log's files are then as before
     the failing group)."""

@@ -24,7 +24,7 @@ from logstore.logdir import read_cleaner_offsets, write_cleaner_offsets
 from wire.errors import DecodeError, EncodeError
 
 if TYPE_CHECKING:
-    from logstore.log import Log
+    from logstore.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ TopicPartition = tuple[str, int]
 
 class CleanerCandidate(NamedTuple):
     topic_partition: TopicPartition
-    log: Log
+    log: UnifiedLog
     # The log dir holding the partition (where its checkpoint entry lives).
     log_dir: str
     # The cleaner stays below it (None: the log end).
@@ -50,9 +50,9 @@ class LogCleaner:
         self.max_map_entries = max_map_entries
         self._checkpoints: dict[str, dict[TopicPartition, int]] = {}
         self.uncleanable: set[tuple[str, TopicPartition]] = set()
-        # The Log each partition had when last seen: a partition deleted and
-        # created again (a new Log) must not inherit the old one's progress.
-        self._seen: dict[tuple[str, TopicPartition], Log] = {}
+        # The UnifiedLog each partition had when last seen: a partition deleted and
+        # created again (a new UnifiedLog) must not inherit the old one's progress.
+        self._seen: dict[tuple[str, TopicPartition], UnifiedLog] = {}
 
     def checkpoints(self, log_dir: str) -> dict[TopicPartition, int]:
         """The first dirty offsets of `log_dir`'s partitions (read once)."""

@@ -9,7 +9,7 @@ their log diverges from the leader's.
 
 Persisted to `leader-epoch-checkpoint` on every change. The write is atomic
 (tmp + rename) but not fsynced, so it never blocks the caller on the disk;
-`flush_checkpoint()` (called from Log.flush, in a worker thread) makes it
+`flush_checkpoint()` (called from UnifiedLog.flush, in a worker thread) makes it
 durable. A checkpoint lost in a crash is rebuilt from the batch headers.
 """
 

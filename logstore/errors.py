@@ -7,6 +7,8 @@ numeric code of Kafka's protocol) and a message without parsing strings.
 
 from __future__ import annotations
 
+import functools
+
 # Kafka protocol error codes used below (see wire/error_codes.py for the table).
 UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
@@ -37,6 +39,20 @@ class LogStorageError(LogError):
         self.errno = getattr(cause, "errno", None)
         where = f" on {path}" if path else ""
         super().__init__(f"{operation} failed{where}: {cause}")
+
+
+def storage_errors(method):
+    """Turn an OSError escaping `method` (of an object with a `dir`) into
+    LogStorageError naming the operation and the log directory."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as e:
+            raise LogStorageError(method.__name__, self.dir, e) from e
+
+    return wrapper
 
 
 class LogOfflineError(LogStorageError):

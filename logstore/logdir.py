@@ -13,7 +13,7 @@ Beside the partition directories Kafka keeps:
   start; without it, every log is recovered from its recovery point.
 
 The broker owns the sequence: at start `had_clean_shutdown()`, read the
-checkpoints, open every partition with `Log.open(...)`, then
+checkpoints, open every partition with `UnifiedLog.open(...)`, then
 `remove_clean_shutdown_marker()`; periodically (in a worker thread) flush and
 write the checkpoints; at shutdown close every log, write the checkpoints,
 then `write_clean_shutdown_marker()`.

@@ -1,4 +1,4 @@
-"""Values the Log returns: append outcomes, read ranges, timestamp lookups."""
+"""Values the UnifiedLog returns: append outcomes, read ranges, timestamp lookups."""
 
 from __future__ import annotations
 

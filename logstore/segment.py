@@ -13,7 +13,7 @@ batch of a segment is never indexed.
 Only headers are read (61 bytes per batch, in chunks); records are never
 decoded here. Appends write the caller's bytes once with pwrite.
 
-Not thread-safe: the owning Log serializes calls.
+Not thread-safe: the owning LocalLog serializes calls.
 """
 
 from __future__ import annotations

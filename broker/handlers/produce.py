@@ -8,7 +8,7 @@ answered once the append is done and, for -1, once the in-sync replicas have
 it (at once on a single node).
 
 Each partition goes through Kafka's checks in Kafka's order, because the
-first that fails decides the answer (broker/validation.py): unknown topic or
+first that fails decides the answer (logstore/log_validator.py): unknown topic or
 partition, one whole batch, acks, internal topic, leadership, min.insync,
 then the batch and its records. Like Kafka, most errors carry no message;
 those found while appending report the partition's log start offset.
@@ -23,13 +23,15 @@ import trio
 
 from broker.connection import CloseConnection
 from broker.registry import handles
-from broker.validation import (
+from logstore import (
+    InvalidProducerEpoch,
+    LogError,
+    OutOfOrderSequence,
     RecordsError,
     check_single_batch,
     first_batch_is_transactional,
     validate_records,
 )
-from logstore import InvalidProducerEpoch, LogError, OutOfOrderSequence
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 

@@ -25,7 +25,8 @@ import pytest
 import trio
 from confluent_kafka import Producer
 
-import logstore.log
+import logstore.local_log
+import logstore.unified_log
 from broker.config import BrokerConfig
 from broker.server import Broker
 from logstore.logdir import had_clean_shutdown
@@ -299,14 +300,16 @@ def _run_in_process_broker(tmp_path, monkeypatch, scenario, flush_policy=FLUSH_E
         },
     )
     failing_dirs: set[str] = set()
-    real_fsync = logstore.log.fsync_path
+    real_fsync = logstore.local_log.fsync_path
 
     def fsync_path(path):
         if any(str(path).startswith(d) for d in failing_dirs):
             raise OSError(errno.EIO, "Input/output error (injected)", path)
         return real_fsync(path)
 
-    monkeypatch.setattr(logstore.log, "fsync_path", fsync_path)
+    # Segments are fsynced by the LocalLog, partition.metadata by the UnifiedLog.
+    monkeypatch.setattr(logstore.local_log, "fsync_path", fsync_path)
+    monkeypatch.setattr(logstore.unified_log, "fsync_path", fsync_path)
     result = []
 
     async def main():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logstore import CleanerCandidate, Log, LogCleaner, LogConfig
+from logstore import CleanerCandidate, LogCleaner, LogConfig, UnifiedLog
 from wire.records import RecordInput, build_batch, iter_batches, iter_records, record_timestamp
 
 from .helpers import T0, read_all
@@ -49,7 +49,7 @@ def kv_batch(
     )
 
 
-def records_of(log: Log) -> list[tuple[int, str | None, str | None]]:
+def records_of(log: UnifiedLog) -> list[tuple[int, str | None, str | None]]:
     """(offset, key, value) of every record, in log order."""
     out = []
     data = read_all(log)
@@ -65,7 +65,7 @@ def records_of(log: Log) -> list[tuple[int, str | None, str | None]]:
     return out
 
 
-def timestamps_of(log: Log) -> dict[int, int]:
+def timestamps_of(log: UnifiedLog) -> dict[int, int]:
     data = read_all(log)
     return {
         h.base_offset + r.offset_delta: record_timestamp(h, r)
@@ -82,7 +82,7 @@ def latest_per_key(records) -> dict:
     return latest
 
 
-def clean(log: Log, log_dir, cleaner: LogCleaner | None = None, high_watermark=None):
+def clean(log: UnifiedLog, log_dir, cleaner: LogCleaner | None = None, high_watermark=None):
     """One cleaner pass over `log` alone; the Cleaned result or None."""
     cleaner = cleaner or LogCleaner()
     return cleaner.clean_filthiest([CleanerCandidate(TP, log, str(log_dir), high_watermark)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from logstore import Log, LogConfig
+from logstore import LogConfig, UnifiedLog
 from wire.records import RecordInput, build_batch, iter_batches
 
 # A fixed "now" (2024-01-01T00:00:00Z): batch timestamps are near it and the
@@ -62,7 +62,7 @@ def offsets_of(data) -> list[tuple[int, int]]:
     return [(h.base_offset, h.last_offset) for _, h in iter_batches(data)]
 
 
-def read_all(log: Log, start: int | None = None, max_offset: int | None = None) -> bytes:
+def read_all(log: UnifiedLog, start: int | None = None, max_offset: int | None = None) -> bytes:
     """Every batch from `start` (default the log start) to the end."""
     offset = log.log_start_offset if start is None else start
     out = bytearray()
@@ -76,7 +76,7 @@ def read_all(log: Log, start: int | None = None, max_offset: int | None = None) 
     return bytes(out)
 
 
-def all_offsets(log: Log) -> list[int]:
+def all_offsets(log: UnifiedLog) -> list[int]:
     """Every offset stored in the log, in order."""
     out = []
     for base, last in offsets_of(read_all(log)):
@@ -84,5 +84,7 @@ def all_offsets(log: Log) -> list[int]:
     return out
 
 
-def open_log(path, config: LogConfig | None = None, clock: FakeClock | None = None, **kw) -> Log:
-    return Log.open(os.fspath(path), config or LogConfig(), clock=clock or FakeClock(), **kw)
+def open_log(
+    path, config: LogConfig | None = None, clock: FakeClock | None = None, **kw
+) -> UnifiedLog:
+    return UnifiedLog.open(os.fspath(path), config or LogConfig(), clock=clock or FakeClock(), **kw)

@@ -1,4 +1,4 @@
-"""Idempotent producers through Log.append: dedupe, gaps, fencing, restarts."""
+"""Idempotent producers through UnifiedLog.append: dedupe, gaps, fencing, restarts."""
 
 from __future__ import annotations
 

@@ -29,6 +29,11 @@ checked against the largest timestamp alone. As Kafka does, a CreateTime
 batch is stored with that largest timestamp as its max timestamp, whatever
 the producer wrote there (its CRC recomputed).
 
+This is storage-format logic (it reads and patches batch bytes), so it lives
+beside the log, as Kafka's LogValidator lives in its storage module; the
+broker's produce handler calls the stages and turns a `RecordsError` into its
+answer.
+
 One deliberate difference: Kafka stores an uncompressed batch whose records'
 offset deltas do not run 0, 1, 2, ... as it is (its offsets then collide with
 the next batch's); Gregor refuses it with INVALID_RECORD.

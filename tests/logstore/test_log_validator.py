@@ -1,4 +1,4 @@
-"""What the produce path stores of a batch's timestamps (broker/validation.py):
+"""What the produce path stores of a batch's timestamps (logstore/log_validator.py):
 Kafka's LogValidator keeps the records' largest timestamp as a CreateTime
 batch's max timestamp, whatever the producer wrote in the header."""
 
@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from broker.validation import TopicLimits, validate_records
+from logstore.log_validator import TopicLimits, validate_records
 from wire.records import (
     LZ4,
     Record,
