@@ -243,3 +243,29 @@ _CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
 def snake_case(camel: str) -> str:
     """Kafka's field names (CamelCase) as this project spells them."""
     return _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", camel)).lower()
+
+
+def unknown_keys(message: Message, body: Any) -> list[str]:
+    """Keys of a message body given as dicts that no version of `message`
+    declares, as paths ("topics[].partitions[].eror_code"). The codecs
+    encode a missing key as its default, so a misspelled one would silently
+    send the default; tests turn this check on to catch it."""
+    found: list[str] = []
+    _walk_unknown(message.fields, body, "", found)
+    return found
+
+
+def _walk_unknown(fields: tuple[Field, ...], value: Any, path: str, found: list[str]) -> None:
+    if isinstance(value, list):
+        for item in value:
+            _walk_unknown(fields, item, path, found)
+        return
+    if not isinstance(value, dict):
+        return  # a decoded Struct reused as is, a primitive, None
+    by_name = {f.name: f for f in fields}
+    for key, item in value.items():
+        f = by_name.get(key)
+        if f is None:
+            found.append(f"{path}{key}")
+        elif f.is_struct:
+            _walk_unknown(f.fields, item, f"{path}{key}{'[]' if f.is_array else ''}.", found)

@@ -95,3 +95,20 @@ def test_truncated_request_is_a_decode_error():
     for cut in range(len(frame)):
         with pytest.raises(DecodeError):
             decode_request(frame[:cut])
+
+
+def test_unknown_keys_names_a_misspelled_key_at_any_depth():
+    from wire.protocol import api
+    from wire.schema import unknown_keys
+
+    produce = api(0).response
+    body = {
+        "responses": [
+            {"name": "t", "partition_responses": [{"index": 0, "eror_code": 0}]},
+        ],
+        "throttle_time_ms": 0,
+    }
+    assert unknown_keys(produce, body) == ["responses[].partition_responses[].eror_code"]
+    # A key of another version is not unknown: handlers fill fields for every version.
+    body["responses"][0]["partition_responses"][0] = {"index": 0, "log_start_offset": 5}
+    assert unknown_keys(produce, body) == []
