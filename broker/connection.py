@@ -21,11 +21,12 @@ import logging
 import os
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from broker.registry import HANDLERS, generic_error_response
+from broker.registry import HANDLERS, RequestDispatcher, generic_error_response
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.buffers import Reader, Writer
 from wire.error_codes import ErrorCode
@@ -33,16 +34,19 @@ from wire.errors import DecodeError, EncodeError, UnsupportedVersionError
 from wire.framing import FrameSplitter, InvalidFrameSize, frame_size_prefix
 from wire.protocol import (
     RequestHeader,
+    api,
     decode_request_header,
     encode_response_into,
     request_codec,
 )
-
-if TYPE_CHECKING:
-    from broker.server import Broker
+from wire.schema import unknown_keys
 
 log = logging.getLogger("gregor.connection")
 
+# Tests set GREGOR_STRICT_RESPONSES=1: a response dict with a key its schema
+# does not declare (a misspelling would silently encode the default) is then
+# an error that closes the connection, so the test sees it.
+STRICT_RESPONSES = os.environ.get("GREGOR_STRICT_RESPONSES") == "1"
 # Responses waiting for the writer; the reader blocks beyond this.
 _MAX_QUEUED_RESPONSES = 8
 _RECEIVE_SIZE = 256 * 1024
@@ -52,29 +56,30 @@ class CloseConnection(Exception):
     """Raised by request handling when Kafka would close the connection."""
 
 
-@dataclass
-class RequestContext:
-    """What a handler knows about the request besides its body."""
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The settings that bound what one connection may do."""
 
-    broker: Broker
-    header: RequestHeader
-    listener: str
-    peer: str
-
-    @property
-    def api_version(self) -> int:
-        return self.header.api_version
+    socket_request_max_bytes: int
+    connections_max_idle_ms: int
 
 
 class Connection:
-    def __init__(self, broker: Broker, stream: trio.SocketStream, listener: str):
-        self.broker = broker
+    def __init__(
+        self,
+        dispatcher: RequestDispatcher,
+        limits: ConnectionLimits,
+        stream: trio.abc.Stream,
+        listener: str,
+    ):
+        self.dispatcher = dispatcher
+        self.limits = limits
         self.stream = stream
         self.listener = listener
         try:
             host, port = stream.socket.getpeername()[:2]
             self.peer = f"{host}:{port}"
-        except OSError:
+        except (OSError, AttributeError):  # AttributeError: not a socket (tests' memory streams)
             self.peer = "?"
         self._stop_requested = False
         self._receive_scope: trio.CancelScope | None = None
@@ -101,9 +106,8 @@ class Connection:
     # --- reading ----------------------------------------------------------
 
     async def _read_requests(self, send) -> None:
-        config = self.broker.config
-        splitter = FrameSplitter(config.socket_request_max_bytes)
-        idle_seconds = config.connections_max_idle_ms / 1000
+        splitter = FrameSplitter(self.limits.socket_request_max_bytes)
+        idle_seconds = self.limits.connections_max_idle_ms / 1000
         while not self._stop_requested:
             with trio.move_on_after(idle_seconds) as idle:
                 self._receive_scope = idle
@@ -147,8 +151,8 @@ class Connection:
             return self._unsupported_version(e.api_key, e.version, e.correlation_id)
         except DecodeError as e:
             raise CloseConnection(f"malformed request header: {e}") from None
-        handler = HANDLERS.get(header.api_key)
-        if handler is None or header.api_version not in handler.versions:
+        bound = self.dispatcher.get(header.api_key)
+        if bound is None or header.api_version not in bound.spec.versions:
             return self._unsupported_version(
                 header.api_key, header.api_version, header.correlation_id
             )
@@ -170,9 +174,16 @@ class Connection:
                 f"malformed {ApiKey(header.api_key).display_name} v{header.api_version} "
                 f"request: {e}"
             ) from None
-        ctx = RequestContext(self.broker, header, self.listener, self.peer)
+        ctx = RequestContext(
+            api_key=header.api_key,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            listener=self.listener,
+            client_address=self.peer,
+        )
         try:
-            response = await handler.func(ctx, body)
+            response = await bound.call(ctx, body)
         except CloseConnection:
             raise
         except Exception:
@@ -183,7 +194,7 @@ class Connection:
                 self.peer,
                 traceback.format_exc(),
             )
-            response = self._error_response(handler, header, body)
+            response = self._error_response(bound.spec, header, body)
         if response is None:
             return None
         return self._encode(header.api_key, header.api_version, header.correlation_id, response)
@@ -214,6 +225,16 @@ class Connection:
 
     @staticmethod
     def _encode(api_key: int, version: int, correlation_id: int, body) -> list:
+        if STRICT_RESPONSES:
+            unknown = unknown_keys(api(api_key).response, body)
+            if unknown:
+                log.error(
+                    "%s v%d response has keys its schema does not declare: %s",
+                    ApiKey(api_key).display_name,
+                    version,
+                    ", ".join(unknown),
+                )
+                raise CloseConnection(f"response keys not in the schema: {unknown}")
         w = Writer()
         try:
             encode_response_into(w, api_key, version, correlation_id, body)
@@ -240,6 +261,10 @@ class Connection:
 
     async def _send_file_range(self, part) -> None:
         """Send a file range with os.sendfile: no copy through Python."""
+        if not isinstance(self.stream, trio.SocketStream):
+            # An in-memory stream (tests) has no file descriptor to send to.
+            await self.stream.send_all(part.read_bytes())
+            return
         sock = self.stream.socket
         offset, remaining = part.position, len(part)
         try:

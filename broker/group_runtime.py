@@ -11,10 +11,10 @@ that gives it I/O:
   `__consumer_offsets` partition and reports the outcome once the high
   watermark covers them (acks=all), in the order the Persists came;
 - one timer task calls `tick()` at `next_deadline()`;
-- leadership of `__consumer_offsets` partitions: `load()` replays a
-  partition's records (COORDINATOR_LOAD_IN_PROGRESS until done), `unload()`
-  forgets it. A single node leads every partition; with replication the
-  broker will call the same two methods as leadership moves.
+- leadership of `__consumer_offsets` partitions follows the metadata (this is
+  a metadata publisher, after the replica manager): a partition this broker
+  now leads is replayed (COORDINATOR_LOAD_IN_PROGRESS until done), one it no
+  longer leads is forgotten, and a deleted topic's offsets are tombstoned.
 
 `__consumer_offsets` is created when the first FindCoordinator for a group
 arrives, as Kafka does, with `offsets.topic.*` settings and
@@ -32,8 +32,14 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.cluster import TopicInfo
-from broker.topics import TopicError
+from broker.config import BrokerConfig
+from broker.metadata.delta import MetadataDelta
+from broker.metadata.image import MetadataImage, TopicImage
+from broker.metadata.publisher import MetadataCache
+from broker.partition import PartitionError
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext as BrokerRequestContext
+from broker.topics import TopicError, TopicManager
 from coordinator import (
     CoordinatorConfig,
     GroupCoordinator,
@@ -48,7 +54,6 @@ from wire.records import RecordInput, build_batch, iter_batches, iter_records
 
 if TYPE_CHECKING:
     from broker.partition import Partition
-    from broker.server import Broker
 
 log = logging.getLogger("gregor.groups")
 
@@ -86,13 +91,24 @@ def coordinator_config(config, offsets_partitions: int | None) -> CoordinatorCon
 
 
 class GroupRuntime:
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        self.config = broker.config
-        existing = broker.cluster.topic(OFFSETS_TOPIC)
+    def __init__(
+        self,
+        node_id: int,
+        config: BrokerConfig,
+        metadata: MetadataCache,
+        replicas: ReplicaManager,
+        topics: TopicManager,
+    ):
+        self.node_id = node_id
+        self.config = config
+        self.metadata = metadata
+        self.replicas = replicas
+        self.topics = topics
+        existing = metadata.image.topic(OFFSETS_TOPIC)
         self.coordinator = GroupCoordinator(
-            coordinator_config(broker.config, existing and len(existing.partitions))
+            coordinator_config(config, existing and len(existing.partitions))
         )
+        # (At start the image has no topics yet: the first one published corrects this.)
         self._tokens = itertools.count(1)
         # token -> [event, response]; the Reply for the token fills it in.
         self._waiting: dict[int, list] = {}
@@ -110,7 +126,7 @@ class GroupRuntime:
         """The timer loop; loads the partitions this broker leads first."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._load_led_partitions()
+            self._follow(self.metadata.image)
             task_status.started()
             await self._run_timers()
 
@@ -122,12 +138,11 @@ class GroupRuntime:
 
     # --- the offsets topic ------------------------------------------------------
 
-    def ensure_topic(self, name: str) -> TopicInfo | None:
+    async def ensure_topic(self, name: str) -> TopicImage | None:
         """The internal topic `name`, created (as Kafka does at the first
         FindCoordinator) when it does not exist yet; None when it cannot be
         created (too few brokers for its replication factor, a full disk)."""
-        cluster = self.broker.cluster
-        topic = cluster.topic(name)
+        topic = self.metadata.image.topic(name)
         if topic is not None:
             return topic
         config = self.config
@@ -149,22 +164,48 @@ class GroupRuntime:
                 "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
             }
         try:
-            topic = self.broker.topics.create(name, partitions, replication, configs=configs)
+            topic = await self.topics.create(name, partitions, replication, configs=configs)
         except TopicError as e:
+            if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                return self.metadata.image.topic(name)
             log.warning("cannot create %s: %s", name, e.message)
             return None
         log.info("created %s with %d partitions", name, partitions)
-        if name == OFFSETS_TOPIC:
-            self._load_led_partitions()
         return topic
 
-    def _load_led_partitions(self) -> None:
-        topic = self.broker.cluster.topic(OFFSETS_TOPIC)
-        if topic is None or self._nursery is None:
+    # --- following the metadata --------------------------------------------------------
+
+    async def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        offsets = image.topic(OFFSETS_TOPIC)
+        if offsets is not None and (
+            len(offsets.partitions) != self.coordinator.config.offsets_topic_num_partitions
+        ):
+            # The existing topic's partition count wins over the setting, as in
+            # Kafka, so a changed setting cannot move groups to other partitions.
+            self.coordinator.config = coordinator_config(self.config, len(offsets.partitions))
+        deleted = [t for t in delta.deleted_topics if t.name != OFFSETS_TOPIC]
+        if deleted:
+            tps = [(t.name, index) for t in deleted for index in t.partitions]
+            self._execute(self.coordinator.partitions_deleted(tps, now_ms()))
+        self._follow(image)
+
+    def _follow(self, image: MetadataImage) -> None:
+        """Load the __consumer_offsets partitions this broker leads, unload the others."""
+        if self._nursery is None:
             return
-        for index, info in sorted(topic.partitions.items()):
-            if info.leader == self.broker.node_id:
-                self.load(index)
+        topic = image.topic(OFFSETS_TOPIC)
+        led = set()
+        if topic is not None:
+            for index, reg in sorted(topic.partitions.items()):
+                partition = self.replicas.get(OFFSETS_TOPIC, index)
+                if reg.leader == self.node_id and partition is not None and partition.is_leader:
+                    led.add(index)
+                    self.load(index)
+        for index in range(self.coordinator.config.offsets_topic_num_partitions):
+            if index not in led and (
+                self.coordinator.partition_state(index) is not None or index in self._loading
+            ):
+                self.unload(index)
 
     def load(self, index: int) -> None:
         """This broker leads __consumer_offsets-`index`: replay it, then serve its groups."""
@@ -176,7 +217,7 @@ class GroupRuntime:
 
     async def _load(self, index: int) -> None:
         started = time.monotonic()
-        partition = self.broker.replicas.get(OFFSETS_TOPIC, index)
+        partition = self.replicas.get(OFFSETS_TOPIC, index)
         count = 0
         try:
             if partition is not None:
@@ -225,20 +266,14 @@ class GroupRuntime:
         self._execute(self.coordinator.unload(index, now_ms()))
         self._unconfirmed.pop(index, None)
 
-    def topic_deleted(self, topic: TopicInfo) -> None:
-        """`topic` is gone: groups forget their offsets for it (tombstones)."""
-        tps = [(topic.name, index) for index in topic.partitions]
-        self._execute(self.coordinator.partitions_deleted(tps, now_ms()))
-
     # --- requests ---------------------------------------------------------------
 
-    async def request(self, api_key: int, ctx, body) -> dict:
+    async def request(self, api_key: int, ctx: BrokerRequestContext, body) -> dict:
         """Hand a group request to the coordinator; its response, when it comes."""
         token = next(self._tokens)
         slot = [trio.Event(), None]
         self._waiting[token] = slot
-        host = ctx.peer.rsplit(":", 1)[0] if ctx.peer else ""
-        rctx = RequestContext(token, ctx.api_version, ctx.header.client_id or "", "/" + host)
+        rctx = RequestContext(token, ctx.api_version, ctx.client_id or "", "/" + ctx.client_host)
         try:
             self._execute(self.coordinator.handle(api_key, rctx, body, now_ms()))
             await slot[0].wait()
@@ -263,7 +298,7 @@ class GroupRuntime:
         self._timer_changed.set()
 
     def _persist(self, action: Persist) -> list:
-        partition = self.broker.replicas.get(OFFSETS_TOPIC, action.partition)
+        partition = self.replicas.get(OFFSETS_TOPIC, action.partition)
         if partition is None or not partition.is_leader:
             return self.coordinator.persisted(
                 action.write_id, now_ms(), ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -274,7 +309,10 @@ class GroupRuntime:
             compression=self.config["offsets.topic.compression.codec"],
         )
         try:
-            info = partition.append_as_leader(bytearray(batch))
+            # acks=all, as Kafka's coordinators write: min.insync.replicas applies.
+            info = partition.append_as_leader(bytearray(batch), required_acks=-1)
+        except PartitionError as e:
+            return self.coordinator.persisted(action.write_id, now_ms(), e.code)
         except LogError as e:
             log.warning("writing to %r failed: %s", partition, e)
             return self.coordinator.persisted(action.write_id, now_ms(), e.error_code)
@@ -282,8 +320,10 @@ class GroupRuntime:
         # flush.messages: as for a client's produce, Kafka fsyncs inside the
         # append that reaches the count, before the commit is answered.
         flush = partition.log.message_count_flush_due()
-        if not pending and not flush and partition.high_watermark >= info.next_offset:
-            return self.coordinator.persisted(action.write_id, now_ms())
+        if not pending and not flush and partition.replication_error(info.next_offset) is not None:
+            return self.coordinator.persisted(
+                action.write_id, now_ms(), partition.replication_error(info.next_offset)
+            )
         # Wait for the fsync and the in-sync replicas, in write order for this partition.
         deadline = trio.current_time() + self.config["offsets.commit.timeout.ms"] / 1000
         if pending is None:
@@ -308,10 +348,10 @@ class GroupRuntime:
                     error = ErrorCode(e.error_code)
             if not error:
                 with trio.move_on_at(deadline):
-                    while partition.high_watermark < offset:
+                    while partition.replication_error(offset) is None:
                         await partition.wait_for_change()
-                if partition.high_watermark < offset:
-                    error = ErrorCode.REQUEST_TIMED_OUT
+                found = partition.replication_error(offset)
+                error = ErrorCode.REQUEST_TIMED_OUT if found is None else found
             pending.popleft()
             self._execute(self.coordinator.persisted(write_id, now_ms(), error))
         self._unconfirmed.pop(index, None)

@@ -1,13 +1,22 @@
-"""The broker process: listeners, connections and background duties in one nursery.
+"""The broker process: where its parts are built and wired, and its lifecycle.
 
     async with trio.open_nursery() as nursery:
         broker = await nursery.start(Broker(config).serve)
         host, port = broker.bound[0][1:]
 
-`serve` reports readiness through `nursery.start` once every listener
-accepts connections (port 0 binds a free port; `bound` says which). `stop()`
-is the graceful path used for SIGTERM/SIGINT: stop accepting, let requests
-in flight finish, flush and checkpoint the logs, return.
+This module is the composition root: it builds each part with exactly what
+that part uses, and nothing else reaches across. Metadata flows one way:
+the controller (here the embedded single node's, `LocalController`) makes
+every change and publishes each new image to the `MetadataCache`, whose
+publishers react in order: the dynamic broker config, the effective topic
+configs, the replica manager (partitions to lead, follow or stop), the group
+coordinator (its `__consumer_offsets` partitions to load or unload, and the
+offsets of deleted topics).
+
+`serve` reports readiness through `nursery.start` once every listener accepts
+connections (port 0 binds a free port; `bound` says which). `stop()` is the
+graceful path used for SIGTERM/SIGINT: stop accepting, let requests in flight
+finish, flush and checkpoint the logs, return.
 """
 
 from __future__ import annotations
@@ -17,40 +26,83 @@ from pathlib import Path
 
 import trio
 
-import broker.handlers  # noqa: F401  (registers every handler)
-from broker.cluster import BrokerInfo, ClusterMetadata, LocalMetadataStore, TopicInfo
-from broker.config import ConfigError
-from broker.config.topic import TopicConfig, validate_topic_config
-from broker.connection import Connection
+from broker.config import BrokerConfig
+from broker.connection import Connection, ConnectionLimits
+from broker.controller.local import METADATA_FILE, LocalController, LocalMetadataStore
+from broker.dynamic_broker_config import DynamicBrokerConfig
 from broker.group_runtime import GroupRuntime
+from broker.handlers import build_handlers
+from broker.log_manager import LogDuties, LogManager
+from broker.metadata.image import BrokerRegistration, Endpoint, MetadataImage
+from broker.metadata.publisher import MetadataCache
+from broker.producer_id_manager import ProducerIdManager
+from broker.registry import RequestDispatcher
 from broker.replica_manager import ReplicaManager
-from broker.topics import TopicError, TopicManager
-from logstore import TopicLimits
-from wire.error_codes import ErrorCode
+from broker.topic_configs import EffectiveTopicConfigs
+from broker.topics import TopicManager
 
 log = logging.getLogger("gregor.broker")
 
-METADATA_FILE = "gregor-cluster-metadata.json"
 # How long in-flight requests get to finish on a graceful stop.
 _STOP_GRACE_SECONDS = 10
 
 
 class Broker:
-    def __init__(self, config):
+    def __init__(self, config: BrokerConfig):
         self.config = config
         self.node_id: int = config.node_id
         self.log_dirs = [Path(d) for d in config.log_dirs]
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.cluster = ClusterMetadata(
-            LocalMetadataStore(self.log_dirs[0] / METADATA_FILE), self.node_id
+        store = LocalMetadataStore(self.log_dirs[0] / METADATA_FILE)
+        self._stored = LocalController.load_image(store, self.node_id)
+        image, _ = self._stored
+        # The broker starts from an image of no topics; the first published
+        # image then reaches every part as a change, as any later one does.
+        self.metadata = MetadataCache(MetadataImage(image.cluster_id, image.controller_id))
+        self.controller = LocalController(store, self.metadata, self.node_id)
+        self.topic_configs = EffectiveTopicConfigs(config)
+        self.logs = LogManager(
+            [str(d) for d in self.log_dirs],
+            LogDuties(
+                retention_check_interval_ms=config.log_retention_check_interval_ms,
+                flush_scheduler_interval_ms=config.log_flush_scheduler_interval_ms,
+                checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+                cleaner_enable=config.log_cleaner_enable,
+                cleaner_backoff_ms=config.log_cleaner_backoff_ms,
+            ),
         )
-        self._apply_dynamic_broker_configs()
-        self.replicas = ReplicaManager(self)
-        self.topics = TopicManager(self)
-        self.groups = GroupRuntime(self)
-        # Effective topic configs, keyed by topic name, valid while its overrides are.
-        self._topic_configs: dict[str, tuple[dict, TopicConfig, TopicLimits]] = {}
+        self.replicas = ReplicaManager(
+            self.node_id,
+            self.logs,
+            self.topic_configs,
+            self.controller,
+            replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+        )
+        self.topics = TopicManager(self.metadata, self.controller, self.topic_configs, config)
+        self.groups = GroupRuntime(self.node_id, config, self.metadata, self.replicas, self.topics)
+        self.metadata.subscribe(DynamicBrokerConfig(config, self.node_id))
+        self.metadata.subscribe(self.topic_configs)
+        self.metadata.subscribe(self.replicas)
+        self.metadata.subscribe(self.groups)
+        self.dispatcher = RequestDispatcher(
+            build_handlers(
+                node_id=self.node_id,
+                config=config,
+                metadata=self.metadata,
+                controller=self.controller,
+                topic_configs=self.topic_configs,
+                logs=self.logs,
+                replicas=self.replicas,
+                topics=self.topics,
+                groups=self.groups,
+                producer_ids=ProducerIdManager(self.controller, self.node_id),
+            )
+        )
+        self.limits = ConnectionLimits(
+            socket_request_max_bytes=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+        )
         # (listener name, host, port) actually bound, in config order.
         self.bound: list[tuple[str, str, int]] = []
         self.stopping = False
@@ -64,20 +116,30 @@ class Broker:
     async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self.cluster.rejoin()
-            self.replicas.open_all()
+            await trio.to_thread.run_sync(self.logs.load)
+            self.replicas.start(nursery)
             listeners = []
             for name, host, port in self.config.listeners:
                 bound = await trio.open_tcp_listeners(port, host=host or None)
                 listeners.append((name, bound))
                 sockname = bound[0].socket.getsockname()
                 self.bound.append((name, sockname[0], sockname[1]))
-            self._register_self()
+            # The stored metadata, this node's new incarnation and registration:
+            # the replica manager opens the logs this node hosts.
+            await self.controller.start(*self._stored)
+            await self.controller.register_broker(self._registration())
+            hosted = {
+                (t.name, i)
+                for t in self.metadata.image.topics.values()
+                for i, p in t.partitions.items()
+                if self.node_id in p.replicas
+            }
+            await trio.to_thread.run_sync(self.logs.finish_startup, hosted)
             accept_scope = trio.CancelScope()
             self._accept_scope = accept_scope
             for name, bound in listeners:
                 nursery.start_soon(self._accept, name, bound, accept_scope)
-            self.replicas.start_background(nursery)
+            self.logs.start_background(nursery)
             await nursery.start(self.groups.run)
             for name, host, port in self.bound:
                 log.info("Gregor node %d listening on %s://%s:%d", self.node_id, name, host, port)
@@ -92,7 +154,7 @@ class Broker:
             )
 
     async def _handle(self, stream: trio.SocketStream, listener: str) -> None:
-        conn = Connection(self, stream, listener)
+        conn = Connection(self.dispatcher, self.limits, stream, listener)
         self._connections.add(conn)
         try:
             await conn.run()
@@ -118,95 +180,28 @@ class Broker:
             for conn in list(self._connections):
                 conn.stop_when_idle()
             # Long-poll Fetches stop waiting and answer with what they have.
-            for partition in list(self.replicas.partitions.values()):
-                partition.notify()
+            self.replicas.wake_all()
             while self._connections:
                 await trio.sleep(0.01)
-        await self.replicas.stop_background()
-        await trio.to_thread.run_sync(self.replicas.close_all)
+        await self.logs.stop_background()
+        await trio.to_thread.run_sync(self.logs.close_all)
         log.info("stopped: logs flushed and checkpointed")
         self._stopped.set()
 
-    # --- topic configuration ------------------------------------------------
+    # --- this broker as the cluster knows it ---------------------------------------
 
-    def topic_config(self, topic: TopicInfo) -> TopicConfig:
-        return self._topic_entry(topic)[1]
-
-    def topic_limits(self, topic: TopicInfo) -> TopicLimits:
-        return self._topic_entry(topic)[2]
-
-    def _topic_entry(self, topic: TopicInfo):
-        cached = self._topic_configs.get(topic.name)
-        if cached is not None and cached[0] == topic.configs:
-            return cached
-        cfg = TopicConfig(self.config, topic.configs)
-        limits = TopicLimits(
-            max_message_bytes=cfg["max.message.bytes"],
-            log_append_time=cfg["message.timestamp.type"] == "LogAppendTime",
-            compacted=cfg.compact_enabled,
-            timestamp_before_max_ms=cfg["message.timestamp.before.max.ms"],
-            timestamp_after_max_ms=cfg["message.timestamp.after.max.ms"],
-            segment_bytes=cfg.segment_bytes,
-            min_insync_replicas=cfg["min.insync.replicas"],
-        )
-        entry = (dict(topic.configs), cfg, limits)
-        self._topic_configs[topic.name] = entry
-        return entry
-
-    def validate_topic_configs(self, configs: dict) -> None:
-        """Raise TopicError(INVALID_CONFIG) naming the bad key, as CreateTopics does."""
-        try:
-            validate_topic_config(configs, self.config)
-        except ConfigError as e:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
-
-    # --- dynamic broker configuration ------------------------------------------
-
-    def _apply_dynamic_broker_configs(self) -> None:
-        """Lay the dynamic broker configs persisted by AlterConfigs over the
-        static ones, cluster defaults first, as Kafka does at start. A stored
-        value that no longer validates is skipped with a warning."""
-        for resource, per_broker in (("", False), (str(self.node_id), True)):
-            stored = self.cluster.broker_configs(resource)
-            if not stored:
-                continue
-            try:
-                self.config.alter(stored, per_broker=per_broker)
-                continue
-            except ConfigError:
-                pass
-            for key, value in stored.items():
-                try:
-                    self.config.alter({key: value}, per_broker=per_broker)
-                except ConfigError as e:
-                    log.warning("ignoring stored dynamic broker config %s=%s: %s", key, value, e)
-
-    def broker_config_changed(self) -> None:
-        """After a dynamic broker config change: topics without an override of
-        a changed key take the new default, and their logs with them."""
-        self._topic_configs.clear()
-        for topic in list(self.cluster.topics.values()):
-            try:
-                self.replicas.topic_config_changed(topic)
-            except ConfigError as e:
-                log.warning("topic %s keeps its previous log config: %s", topic.name, e)
-
-    # --- cluster ----------------------------------------------------------
-
-    def _register_self(self) -> None:
-        name, host, port = self.advertised_endpoint(self.bound[0][0])
-        self.cluster.register_broker(BrokerInfo(self.node_id, host, port, self.config.rack))
-
-    def advertised_endpoint(self, listener: str) -> tuple[str, str, int]:
-        """(listener, host, port) clients should use to reach this broker."""
-        for name, host, port in self.config.advertised_listeners or ():
-            if name == listener:
-                return name, host, port
+    def _registration(self) -> BrokerRegistration:
+        """Every client listener with the endpoint clients should use for it."""
+        endpoints = []
         for name, host, port in self.bound:
+            endpoints.append(Endpoint(name, *self._advertised(name, host, port)))
+        return BrokerRegistration(self.node_id, tuple(endpoints), self.config.rack)
+
+    def _advertised(self, listener: str, host: str, port: int) -> tuple[str, int]:
+        for name, a_host, a_port in self.config.advertised_listeners or ():
             if name == listener:
-                return name, _client_host(host), port
-        name, host, port = self.bound[0]
-        return name, _client_host(host), port
+                return a_host, a_port
+        return _client_host(host), port
 
 
 def _client_host(host: str) -> str:

@@ -1,22 +1,28 @@
 """Creating, deleting and growing topics, with Kafka's validation and error codes.
 
-Shared by CreateTopics, DeleteTopics, CreatePartitions and Metadata's
-auto-creation, so every path checks the same rules and reports the same
-errors. A failure is a `TopicError(code, message)`; the handlers put both into
-their per-topic results.
+Shared by CreateTopics, DeleteTopics, CreatePartitions, Metadata's
+auto-creation and the coordinators' internal topics, so every path checks
+the same rules and reports the same errors. A failure is a
+`TopicError(code, message)`; the handlers put both into their per-topic
+results.
+
+This is the admin side (Kafka's ZooKeeper-era AdminManager): it validates a
+change against the current metadata image, places the replicas, and asks the
+controller to make the change. Opening and deleting logs, and groups
+forgetting a deleted topic's offsets, follow from the metadata change itself.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
-from broker.cluster import INTERNAL_TOPICS, TopicExists, TopicInfo, UnknownTopic
-from logstore import LogError
+from broker.config import BrokerConfig, ConfigError
+from broker.controller.api import Controller, ControllerError
+from broker.metadata.image import INTERNAL_TOPICS, TopicImage
+from broker.metadata.publisher import MetadataCache
+from broker.topic_configs import EffectiveTopicConfigs
 from wire.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -60,12 +66,24 @@ def _collision_form(name: str) -> str:
 
 
 class TopicManager:
-    def __init__(self, broker: Broker):
-        self.broker = broker
+    def __init__(
+        self,
+        metadata: MetadataCache,
+        controller: Controller,
+        topic_configs: EffectiveTopicConfigs,
+        broker_config: BrokerConfig,
+    ):
+        self.metadata = metadata
+        self.controller = controller
+        self.topic_configs = topic_configs
+        self.config = broker_config
 
-    @property
-    def cluster(self):
-        return self.broker.cluster
+    def validate_topic_configs(self, configs: Mapping[str, str]) -> None:
+        """Raise TopicError(INVALID_CONFIG) naming the bad key, as CreateTopics does."""
+        try:
+            self.topic_configs.validate(dict(configs))
+        except ConfigError as e:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
     def check_create(
         self,
@@ -81,10 +99,11 @@ class TopicManager:
         the configs, then the partitions and replicas. `assignments` is a dict
         or (partition, replicas) pairs as a request carries them."""
         validate_topic_name(name)
-        if name in self.cluster.topics:
+        image = self.metadata.image
+        if name in image.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         form = _collision_form(name)
-        for existing in self.cluster.topics:
+        for existing in image.topics:
             if _collision_form(existing) == form:
                 raise TopicError(
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -96,8 +115,8 @@ class TopicManager:
                 ErrorCode.INVALID_CONFIG,
                 "Null value not supported for topic configs: " + ",".join(nulls),
             )
-        self.broker.validate_topic_configs(configs)
-        config = self.broker.config
+        self.validate_topic_configs(configs)
+        config = self.config
         pairs = list(assignments.items() if isinstance(assignments, dict) else assignments or ())
         if pairs:
             if replication_factor != -1:
@@ -152,7 +171,7 @@ class TopicManager:
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "The manual partition assignment includes an empty replica list.",
             )
-        registered = set(self.cluster.live_broker_ids())
+        registered = set(self.metadata.image.brokers)
         previous = None
         for broker_id in sorted(replicas):
             if broker_id not in registered:
@@ -178,7 +197,7 @@ class TopicManager:
 
     def assign(self, num_partitions: int, replication_factor: int, start: int = 0):
         """Round-robin replica placement over the live brokers."""
-        brokers = self.cluster.live_broker_ids()
+        brokers = self.metadata.image.live_broker_ids()
         if replication_factor > len(brokers):
             raise TopicError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -192,59 +211,42 @@ class TopicManager:
             for p in range(start, start + num_partitions)
         }
 
-    def create(
+    async def create(
         self,
         name: str,
         num_partitions: int = -1,
         replication_factor: int = -1,
         assignments: dict[int, list[int]] | list[tuple[int, list[int]]] | None = None,
         configs: dict[str, str | None] | None = None,
-    ) -> TopicInfo:
+    ) -> TopicImage:
         configs = dict(configs or {})
         assignments = self.check_create(
             name, num_partitions, replication_factor, assignments, configs
         )
         try:
-            topic = self.cluster.create_topic(name, assignments, configs)
-        except TopicExists:
-            raise TopicError(
-                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
-            ) from None
-        try:
-            self.broker.replicas.topic_created(topic)
-        except (LogError, OSError) as e:
-            # No log, no topic: undo the metadata so nothing points at a missing log.
-            self.cluster.delete_topic(name)
-            raise TopicError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create the log of topic {name}: {e}"
-            ) from None
-        return topic
+            return await self.controller.create_topic(name, assignments, configs)
+        except ControllerError as e:
+            raise TopicError(e.code, e.message) from None
 
-    def delete(self, name: str) -> TopicInfo:
+    async def delete(self, name: str) -> TopicImage:
         if name in INTERNAL_TOPICS:
             raise TopicError(
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
                 f"Topic {name} is an internal topic and cannot be deleted",
             )
-        if not self.broker.config.delete_topic_enable:
+        if not self.config.delete_topic_enable:
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
         try:
-            topic = self.cluster.delete_topic(name)
-        except UnknownTopic:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
-            ) from None
-        self.broker.replicas.topic_deleted(topic)
-        self.broker.groups.topic_deleted(topic)
-        return topic
+            return await self.controller.delete_topic(name)
+        except ControllerError as e:
+            raise TopicError(e.code, e.message) from None
 
     def check_add_partitions(
         self, name: str, count: int, assignments: list[list[int]] | None
     ) -> dict[int, list[int]]:
         """Validate growing `name` to `count` partitions (Kafka's messages);
         the new partitions' replicas. `assignments` None: placed like new topics."""
-        topic = self.cluster.topic(name)
+        topic = self.metadata.image.topic(name)
         if topic is None:
             # Kafka's UnknownTopicOrPartitionException() here carries no message.
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
@@ -273,14 +275,9 @@ class TopicManager:
             return {current + i: list(r) for i, r in enumerate(assignments)}
         return self.assign(additional, rf, start=current)
 
-    def add_partitions(self, name: str, count: int, assignments=None) -> TopicInfo:
+    async def add_partitions(self, name: str, count: int, assignments=None) -> TopicImage:
         new = self.check_add_partitions(name, count, assignments)
-        topic = self.cluster.add_partitions(name, new)
         try:
-            self.broker.replicas.topic_created(topic)
-        except (LogError, OSError) as e:
-            self.cluster.remove_partitions(name, list(new))
-            raise TopicError(
-                ErrorCode.KAFKA_STORAGE_ERROR, f"Could not create the new logs of {name}: {e}"
-            ) from None
-        return topic
+            return await self.controller.create_partitions(name, new)
+        except ControllerError as e:
+            raise TopicError(e.code, e.message) from None

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Every Gregor the tests start (child processes inherit it) refuses to send a
+# response dict with a key its schema does not declare (broker/connection.py).
+os.environ["GREGOR_STRICT_RESPONSES"] = "1"
 
 from tests.gregor_process import GregorProcess
 

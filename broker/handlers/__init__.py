@@ -1,19 +1,56 @@
-"""Request handlers, one module per API family; importing this registers them all."""
+"""Request handlers: one class per API family, one module each.
 
-from broker.handlers import (  # noqa: F401
-    api_versions,
-    configs,
-    describe_cluster,
-    describe_topic_partitions,
-    elect_leaders,
-    fetch,
-    find_coordinator,
-    groups,
-    log_dirs,
+Importing this package registers every handler method (broker.registry);
+`build_handlers` makes the handler objects, each with only the parts of the
+broker it uses.
+"""
+
+from __future__ import annotations
+
+from broker.handlers.api_versions import ApiVersionsHandler
+from broker.handlers.configs import ConfigsHandler
+from broker.handlers.describe_cluster import DescribeClusterHandler
+from broker.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
+from broker.handlers.elect_leaders import ElectLeadersHandler
+from broker.handlers.fetch import FetchHandler
+from broker.handlers.find_coordinator import FindCoordinatorHandler
+from broker.handlers.groups import GroupsHandler
+from broker.handlers.log_dirs import LogDirsHandler
+from broker.handlers.metadata import MetadataHandler
+from broker.handlers.offsets import OffsetsHandler
+from broker.handlers.produce import ProduceHandler
+from broker.handlers.producer_ids import ProducerIdsHandler
+from broker.handlers.reassignments import ReassignmentsHandler
+from broker.handlers.topic_admin import TopicAdminHandler
+
+
+def build_handlers(
+    *,
+    node_id,
+    config,
     metadata,
-    offsets,
-    produce,
+    controller,
+    topic_configs,
+    logs,
+    replicas,
+    topics,
+    groups,
     producer_ids,
-    reassignments,
-    topic_admin,
-)
+) -> list[object]:
+    return [
+        ApiVersionsHandler(),
+        MetadataHandler(metadata, replicas, topics, config),
+        DescribeClusterHandler(metadata),
+        DescribeTopicPartitionsHandler(metadata, replicas),
+        ProduceHandler(metadata, replicas, topic_configs),
+        FetchHandler(metadata, replicas),
+        OffsetsHandler(metadata, replicas),
+        TopicAdminHandler(metadata, topics, config),
+        ConfigsHandler(node_id, config, metadata, controller, topic_configs),
+        ElectLeadersHandler(metadata),
+        ReassignmentsHandler(metadata),
+        LogDirsHandler(logs, replicas),
+        FindCoordinatorHandler(groups, metadata),
+        GroupsHandler(groups, metadata),
+        ProducerIdsHandler(producer_ids),
+    ]

@@ -17,9 +17,10 @@ as in Kafka 4.3 (ConfigAdminManager, ControllerConfigurationValidator,
 ConfigurationControlManager): INVALID_CONFIG naming the key for a bad topic
 config; INVALID_REQUEST for a bad broker config value (Kafka's KAFKA-13609),
 duplicate keys, null values, a wrong broker id or a "" topic.
-Topic overrides persist in the cluster metadata and reach the partitions' logs
-at once; dynamic broker configs persist too and are laid over the static ones
-at the next start (Broker._apply_dynamic_broker_configs).
+Both kinds of change go to the controller, which persists them in the
+cluster metadata; the broker applies them when the new metadata reaches it
+(topic overrides to the partitions' logs, dynamic broker configs over the
+static ones: broker/dynamic_broker_config.py), before the answer leaves.
 
 Where Gregor differs: a broker config key Gregor does not know is refused with
 INVALID_CONFIG (Kafka stores it and ignores it); an unknown operation code is
@@ -30,11 +31,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.config import ConfigError
+from broker.config import BrokerConfig, ConfigError
 from broker.config.broker_keys import BROKER_CONFIG_KEYS, unknown_key_error
 from broker.config.keys import ConfigType
 from broker.config.topic import TOPIC_CONFIG_KEYS, validate_topic_config
+from broker.controller.api import Controller
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
+from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicError, validate_topic_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -73,9 +78,8 @@ def _unsupported(resource_type: int) -> ResourceError:
     return _invalid_request(f"Unsupported resource type: {name}")
 
 
-def _broker_id(ctx, name: str, describe: bool = False) -> None:
+def _broker_id(node_id: int, name: str, describe: bool = False) -> None:
     """Kafka's checks of a broker resource name that is not "": this node's id."""
-    node_id = ctx.broker.node_id
     try:
         value = int(name)
     except ValueError:
@@ -86,7 +90,7 @@ def _broker_id(ctx, name: str, describe: bool = False) -> None:
         raise _invalid_request(f"Unexpected broker id, expected {expected}, but received {name}")
 
 
-def _existing_topic(ctx, name: str):
+def _existing_topic(image, name: str):
     """The topic of a topic resource that is to be altered, with Kafka's errors
     for a "" name and an invalid one (unknown topics are checked later)."""
     if name == "":
@@ -95,7 +99,7 @@ def _existing_topic(ctx, name: str):
         validate_topic_name(name)
     except TopicError as e:
         raise ResourceError(e.code, e.message) from None
-    return ctx.broker.cluster.topic(name)
+    return image.topic(name)
 
 
 # --- DescribeConfigs --------------------------------------------------------------
@@ -131,9 +135,8 @@ def _describe_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.DESCRIBE_CONFIGS, "1-4", _describe_error)
-async def describe_configs(ctx, request):
-    broker = ctx.broker
+def _describe_configs(h: ConfigsHandler, request):
+    image = h.metadata.image
     options = {
         "include_synonyms": bool(request.include_synonyms),
         "include_documentation": bool(request.include_documentation),
@@ -153,19 +156,19 @@ async def describe_configs(ctx, request):
                     validate_topic_name(r.resource_name)
                 except TopicError as e:
                     raise ResourceError(e.code, e.message) from None
-                topic = broker.cluster.topic(r.resource_name)
+                topic = image.topic(r.resource_name)
                 if topic is None:
                     # Kafka sets no message here: the field keeps its default, "".
                     result["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    entries = broker.topic_config(topic).describe(keys, **options)
+                    entries = h.topic_configs.config(topic).describe(keys, **options)
                     result["configs"] = [_entry(e) for e in entries]
             elif r.resource_type == BROKER:
                 if r.resource_name == "":
-                    entries = broker.config.describe_cluster_defaults(keys, **options)
+                    entries = h.config.describe_cluster_defaults(keys, **options)
                 else:
-                    _broker_id(ctx, r.resource_name, describe=True)
-                    entries = broker.config.describe(keys, **options)
+                    _broker_id(h.node_id, r.resource_name, describe=True)
+                    entries = h.config.describe(keys, **options)
                 result["configs"] = [_entry(e) for e in entries]
             else:
                 raise _unsupported(r.resource_type)
@@ -210,7 +213,7 @@ def _check_request_shape(resource, incremental: bool) -> None:
         raise _invalid_request(f"Unknown resource type {resource.resource_type}")
 
 
-def _alter_all(ctx, request, incremental: bool):
+async def _alter_all(h: ConfigsHandler, request, incremental: bool):
     """Both AlterConfigs APIs: the shared per-resource loop."""
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     responses = []
@@ -226,25 +229,15 @@ def _alter_all(ctx, request, incremental: bool):
                 raise _invalid_request("Each resource must appear at most once.")
             _check_request_shape(r, incremental)
             if r.resource_type == TOPIC:
-                _alter_topic(ctx, r, incremental, request.validate_only)
+                await _alter_topic(h, r, incremental, request.validate_only)
             elif r.resource_type == BROKER:
-                _alter_broker(ctx, r, incremental, request.validate_only)
+                await _alter_broker(h, r, incremental, request.validate_only)
             else:
                 raise _unsupported(r.resource_type)
         except ResourceError as e:
             response.update(error_code=e.code, error_message=e.message)
         responses.append(response)
     return {"throttle_time_ms": 0, "responses": responses}
-
-
-@handles(ApiKey.ALTER_CONFIGS, "0-2", _alter_error)
-async def alter_configs(ctx, request):
-    return _alter_all(ctx, request, incremental=False)
-
-
-@handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", _alter_error)
-async def incremental_alter_configs(ctx, request):
-    return _alter_all(ctx, request, incremental=True)
 
 
 def _list_parts(value: str | None) -> list[str]:
@@ -280,9 +273,8 @@ def _apply_ops(current: dict[str, str], configs, is_list, default_string, not_li
     return result
 
 
-def _alter_topic(ctx, resource, incremental: bool, validate_only: bool) -> None:
-    broker = ctx.broker
-    topic = _existing_topic(ctx, resource.resource_name)
+async def _alter_topic(h: ConfigsHandler, resource, incremental: bool, validate_only: bool):
+    topic = _existing_topic(h.metadata.image, resource.resource_name)
     current = dict(topic.configs) if topic is not None else {}
     if incremental:
 
@@ -304,7 +296,7 @@ def _alter_topic(ctx, resource, incremental: bool, validate_only: bool) -> None:
     else:
         new = {c.name: c.value for c in resource.configs}
     try:
-        validate_topic_config(new, broker.config)
+        validate_topic_config(new, h.config)
     except ConfigError as e:
         raise ResourceError(ErrorCode.INVALID_CONFIG, str(e)) from None
     if topic is None:
@@ -314,16 +306,14 @@ def _alter_topic(ctx, resource, incremental: bool, validate_only: bool) -> None:
         )
     if validate_only or new == current:
         return
-    broker.cluster.set_topic_configs(topic.name, new)
-    broker.replicas.topic_config_changed(broker.cluster.topic(topic.name))
+    await h.controller.alter_topic_configs(topic.name, new)
 
 
-def _alter_broker(ctx, resource, incremental: bool, validate_only: bool) -> None:
-    broker = ctx.broker
-    config = broker.config
+async def _alter_broker(h: ConfigsHandler, resource, incremental: bool, validate_only: bool):
+    config = h.config
     per_broker = resource.resource_name != ""
     if per_broker:
-        _broker_id(ctx, resource.resource_name)
+        _broker_id(h.node_id, resource.resource_name)
     current = dict(config.dynamic_broker if per_broker else config.dynamic_default)
     if incremental:
 
@@ -357,11 +347,40 @@ def _alter_broker(ctx, resource, incremental: bool, validate_only: bool) -> None
     if not updates:
         return
     try:
-        config.alter(updates, per_broker=per_broker, validate_only=validate_only)
+        # Checked here, applied when the metadata change comes back
+        # (broker/dynamic_broker_config.py), as every broker applies it.
+        config.alter(updates, per_broker=per_broker, validate_only=True)
     except ConfigError as e:
         raise _invalid_request(str(e)) from None
     if validate_only:
         return
-    layer = config.dynamic_broker if per_broker else config.dynamic_default
-    broker.cluster.set_broker_configs(str(broker.node_id) if per_broker else "", dict(layer))
-    broker.broker_config_changed()
+    layer = {k: v for k, v in {**current, **updates}.items() if v is not None}
+    await h.controller.alter_broker_configs(str(h.node_id) if per_broker else "", layer)
+
+
+class ConfigsHandler:
+    def __init__(
+        self,
+        node_id: int,
+        config: BrokerConfig,
+        metadata: MetadataCache,
+        controller: Controller,
+        topic_configs: EffectiveTopicConfigs,
+    ):
+        self.node_id = node_id
+        self.config = config
+        self.metadata = metadata
+        self.controller = controller
+        self.topic_configs = topic_configs
+
+    @handles(ApiKey.DESCRIBE_CONFIGS, "1-4", _describe_error)
+    async def describe_configs(self, ctx: RequestContext, request):
+        return _describe_configs(self, request)
+
+    @handles(ApiKey.ALTER_CONFIGS, "0-2", _alter_error)
+    async def alter_configs(self, ctx: RequestContext, request):
+        return await _alter_all(self, request, incremental=False)
+
+    @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", _alter_error)
+    async def incremental_alter_configs(self, ctx: RequestContext, request):
+        return await _alter_all(self, request, incremental=True)

@@ -10,7 +10,9 @@ include_cluster_authorized_operations gets all of them, as Kafka reports.
 from __future__ import annotations
 
 from broker.handlers.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED, broker_entries
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -18,9 +20,16 @@ BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
 
 
-@handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
-async def describe_cluster(ctx, request):
-    cluster = ctx.broker.cluster
+class DescribeClusterHandler:
+    def __init__(self, metadata: MetadataCache):
+        self.metadata = metadata
+
+    @handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
+    async def describe_cluster(self, ctx: RequestContext, request):
+        return _describe(self.metadata.image, ctx, request)
+
+
+def _describe(image, ctx, request):
     v0 = ctx.api_version == 0
     wanted = request.endpoint_type
     if wanted not in _ENDPOINT_NAMES:
@@ -36,15 +45,15 @@ async def describe_cluster(ctx, request):
         }
     brokers = [
         {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-        for b in broker_entries(ctx)
+        for b in broker_entries(image, ctx.listener)
     ]
-    controller = cluster.controller_id
+    controller = image.controller_id
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINT,
-        "cluster_id": cluster.cluster_id,
+        "cluster_id": image.cluster_id,
         # Kafka answers -1 rather than name a controller missing from the list.
         "controller_id": controller if any(b["broker_id"] == controller for b in brokers) else -1,
         "brokers": brokers,

@@ -20,9 +20,12 @@ KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse):
 
 from __future__ import annotations
 
-from broker.cluster import INTERNAL_TOPICS
-from broker.handlers.metadata import TOPIC_OPERATIONS
+from broker.handlers.metadata import TOPIC_OPERATIONS, partition_entries
+from broker.metadata.image import INTERNAL_TOPICS
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
 from broker.topics import TopicError, validate_topic_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -44,13 +47,21 @@ def error_response(request, code, message=None):
     }
 
 
-@handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "0", error_response)
-async def describe_topic_partitions(ctx, request):
-    cluster = ctx.broker.cluster
+class DescribeTopicPartitionsHandler:
+    def __init__(self, metadata: MetadataCache, replicas: ReplicaManager):
+        self.metadata = metadata
+        self.replicas = replicas
+
+    @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "0", error_response)
+    async def describe_topic_partitions(self, ctx: RequestContext, request):
+        return _describe(self.metadata.image, self.replicas, request)
+
+
+def _describe(image, replicas, request):
     cursor = request.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
     every_topic = not request.topics
-    wanted = cluster.topics if every_topic else (t.name for t in request.topics)
+    wanted = image.topics if every_topic else (t.name for t in request.topics)
     names = sorted({name for name in wanted if name >= cursor_topic})
     if cursor is not None and (
         (not every_topic and cursor.topic_name not in names) or cursor.partition_index < 0
@@ -65,7 +76,7 @@ async def describe_topic_partitions(ctx, request):
             # The limit ran out at the end of the previous topic.
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
-        topic = cluster.topic(name)
+        topic = image.topic(name)
         if topic is None:
             if not every_topic:
                 topics.append(_topic_error(name, _unknown_topic_error(name)))
@@ -74,9 +85,15 @@ async def describe_topic_partitions(ctx, request):
         count = len(topic.partitions)
         upper = min(count, start + remaining)
         partitions = [
-            _partition_entry(ctx, topic, index)
-            for index in range(start, upper)
-            if index in topic.partitions
+            {
+                **entry,
+                "error_code": ErrorCode.NONE,
+                "eligible_leader_replicas": [],
+                "last_known_elr": [],
+            }
+            for entry in partition_entries(
+                image, replicas, topic, [i for i in range(start, upper) if i in topic.partitions]
+            )
         ]
         topics.append(
             {
@@ -111,26 +128,4 @@ def _topic_error(name: str, code: int) -> dict:
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
         "topic_authorized_operations": TOPIC_OPERATIONS,
-    }
-
-
-def _partition_entry(ctx, topic, index: int) -> dict:
-    broker = ctx.broker
-    p = topic.partitions[index]
-    live = set(broker.cluster.brokers)
-    offline = [r for r in p.replicas if r not in live]
-    local = broker.replicas.get(topic.name, index)
-    if local is not None and local.log.offline:
-        # This broker's replica lost its log dir.
-        offline.append(broker.node_id)
-    return {
-        "error_code": ErrorCode.NONE,
-        "partition_index": index,
-        "leader_id": p.leader if p.leader in live else -1,
-        "leader_epoch": p.leader_epoch,
-        "replica_nodes": list(p.replicas),
-        "isr_nodes": list(p.isr),
-        "eligible_leader_replicas": [],
-        "last_known_elr": [],
-        "offline_replicas": offline,
     }

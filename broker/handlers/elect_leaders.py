@@ -10,14 +10,23 @@ no election. Unknown topics and partitions get Kafka's own messages.
 
 from __future__ import annotations
 
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
-@handles(ApiKey.ELECT_LEADERS, "0-2")
-async def elect_leaders(ctx, request):
-    cluster = ctx.broker.cluster
+class ElectLeadersHandler:
+    def __init__(self, metadata: MetadataCache):
+        self.metadata = metadata
+
+    @handles(ApiKey.ELECT_LEADERS, "0-2")
+    async def elect_leaders(self, ctx: RequestContext, request):
+        return _elect(self.metadata.image, request)
+
+
+def _elect(cluster, request):
     if request.topic_partitions is None:
         results = [{"topic": name, "partition_result": []} for name in cluster.topics]
     else:

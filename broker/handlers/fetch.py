@@ -8,6 +8,12 @@ returns at least one whole batch (KIP-74) so a large record never blocks a
 consumer. Topic ids replace names from v13. Fetch sessions are not kept:
 every answer carries session id 0, which clients treat as a full fetch.
 
+Who is asking decides how far a read goes: a consumer (replica id -1) reads
+up to the high watermark (the last stable offset for read_committed); a
+follower (replica id >= 0, in ReplicaState from v15) reads up to the log end,
+and its fetch offset tells the leader how far it has got (the high watermark
+and the ISR move with it).
+
 Records leave as file ranges that the connection sends with os.sendfile.
 """
 
@@ -15,8 +21,11 @@ from __future__ import annotations
 
 import trio
 
-from broker.handlers.common import leader_partition
+from broker.metadata.publisher import MetadataCache
+from broker.partition import PartitionError
 from broker.registry import handles
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
 from logstore import LogError, OffsetOutOfRange
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -59,29 +68,14 @@ class _Target:
         self.error = error
 
 
-def _resolve(ctx, request) -> list[_Target]:
-    cluster = ctx.broker.cluster
-    by_id = ctx.api_version >= 13
-    targets = []
-    for t in request.topics:
-        if by_id:
-            topic = cluster.topic_by_id(t.topic_id)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-            key = t.topic_id
-        else:
-            topic = cluster.topic(t.topic)
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            key = t.topic
-        for p in t.partitions:
-            if topic is None:
-                partition, error = None, missing
-            else:
-                partition, error = leader_partition(ctx, topic, p.partition, p.current_leader_epoch)
-            targets.append(_Target(key, p, partition, error))
-    return targets
+def _replica_id(ctx, request) -> int:
+    """The fetching replica's id, -1 for a consumer (ReplicaState from v15)."""
+    if ctx.api_version >= 15:
+        return request.replica_state.replica_id
+    return request.replica_id
 
 
-def _read_all(targets, request, read_committed: bool):
+def _read_all(targets, request, read_committed: bool, replica_id: int):
     """Read every partition once; (per-target results, bytes read)."""
     remaining = request.max_bytes
     total = 0
@@ -93,12 +87,11 @@ def _read_all(targets, request, read_committed: bool):
             results.append(_partition_error(p.partition, target.error, partition))
             continue
         try:
-            data = partition.read(
-                p.fetch_offset,
-                max(0, min(p.partition_max_bytes, remaining)),
-                read_committed,
-                min_one=total == 0,
-            )
+            max_bytes = max(0, min(p.partition_max_bytes, remaining))
+            if replica_id >= 0:
+                data = partition.read_for_replica(p.fetch_offset, max_bytes, min_one=total == 0)
+            else:
+                data = partition.read(p.fetch_offset, max_bytes, read_committed, min_one=total == 0)
         except OffsetOutOfRange:
             results.append(_partition_error(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, partition))
             continue
@@ -122,21 +115,64 @@ def _read_all(targets, request, read_committed: bool):
     return results, total
 
 
-@handles(ApiKey.FETCH, "4-17", error_response)
-async def fetch(ctx, request):
-    targets = _resolve(ctx, request)
-    read_committed = request.isolation_level == READ_COMMITTED
-    results, total = _read_all(targets, request, read_committed)
-    has_error = any(t.error != ErrorCode.NONE for t in targets)
-    if request.max_wait_ms > 0 and total < request.min_bytes and not has_error:
-        waitable = [t.partition for t in targets if t.partition is not None]
-        if waitable:
-            with trio.move_on_after(request.max_wait_ms / 1000):
-                # A stopping broker answers with what it has (Broker.stop wakes us).
-                while total < request.min_bytes and not ctx.broker.stopping:
-                    await _any_change(waitable)
-                    results, total = _read_all(targets, request, read_committed)
-    return _response(ctx, targets, results)
+class FetchHandler:
+    def __init__(self, metadata: MetadataCache, replicas: ReplicaManager):
+        self.metadata = metadata
+        self.replicas = replicas
+
+    @handles(ApiKey.FETCH, "4-17", error_response)
+    async def fetch(self, ctx: RequestContext, request):
+        targets = self._resolve(ctx, request)
+        replica_id = _replica_id(ctx, request)
+        if replica_id >= 0:
+            self._record_follower_positions(targets, replica_id)
+        read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
+        results, total = _read_all(targets, request, read_committed, replica_id)
+        has_error = any(t.error != ErrorCode.NONE for t in targets)
+        if request.max_wait_ms > 0 and total < request.min_bytes and not has_error:
+            waitable = [t.partition for t in targets if t.partition is not None]
+            if waitable:
+                with trio.move_on_after(request.max_wait_ms / 1000):
+                    # A stopping broker answers with what it has (it wakes us).
+                    while total < request.min_bytes and not self.replicas.stopping:
+                        await _any_change(waitable)
+                        results, total = _read_all(targets, request, read_committed, replica_id)
+        return _response(ctx, targets, results)
+
+    def _resolve(self, ctx, request) -> list[_Target]:
+        image = self.metadata.image
+        by_id = ctx.api_version >= 13
+        targets = []
+        for t in request.topics:
+            if by_id:
+                topic = image.topic_by_id(t.topic_id)
+                missing = ErrorCode.UNKNOWN_TOPIC_ID
+                key = t.topic_id
+            else:
+                topic = image.topic(t.topic)
+                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                key = t.topic
+            for p in t.partitions:
+                if topic is None:
+                    partition, error = None, missing
+                else:
+                    partition, error = self.replicas.leader_partition(
+                        topic, p.partition, p.current_leader_epoch
+                    )
+                targets.append(_Target(key, p, partition, error))
+        return targets
+
+    def _record_follower_positions(self, targets, replica_id: int) -> None:
+        for target in targets:
+            if target.error != ErrorCode.NONE:
+                continue
+            p = target.request
+            try:
+                self.replicas.follower_fetched(
+                    target.partition, replica_id, p.fetch_offset, p.log_start_offset
+                )
+            except PartitionError as e:  # not a replica of this partition
+                target.error = e.code
 
 
 async def _any_change(partitions) -> None:

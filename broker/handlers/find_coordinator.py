@@ -10,9 +10,10 @@ retry. The response layout per version is the coordinator package's.
 
 from __future__ import annotations
 
-from broker.group_runtime import OFFSETS_TOPIC, TRANSACTION_TOPIC
-from broker.handlers.common import node_endpoint
+from broker.group_runtime import OFFSETS_TOPIC, TRANSACTION_TOPIC, GroupRuntime
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
 from coordinator.find_coordinator import (
     GROUP_KEY_TYPE,
     NO_NODE,
@@ -27,27 +28,37 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
-@handles(ApiKey.FIND_COORDINATOR, "0-6")
-async def find_coordinator(ctx, request):
-    def locate(key_type: int, key: str):
-        if key_type == GROUP_KEY_TYPE:
-            topic_name = OFFSETS_TOPIC
-        elif key_type == TRANSACTION_KEY_TYPE:
-            topic_name = TRANSACTION_TOPIC
-        else:
-            # Share groups: Kafka 4.x answers only when share groups are enabled.
-            return ErrorCode.INVALID_REQUEST, NO_NODE
-        topic = ctx.broker.groups.ensure_topic(topic_name)
-        if topic is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
-        if key_type == GROUP_KEY_TYPE:
-            index = ctx.broker.groups.coordinator.partition_for(key)
-        else:
-            index = coordinator_partition(key, len(topic.partitions))
-        leader = topic.partitions[index].leader
-        endpoint = node_endpoint(ctx, leader)
-        if endpoint is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
-        return ErrorCode.NONE, Node(leader, *endpoint)
+class FindCoordinatorHandler:
+    def __init__(self, groups: GroupRuntime, metadata: MetadataCache):
+        self.groups = groups
+        self.metadata = metadata
 
-    return find_coordinator_response(ctx.api_version, request, locate)
+    @handles(ApiKey.FIND_COORDINATOR, "0-6")
+    async def find_coordinator(self, ctx: RequestContext, request):
+        # The coordinator package walks the keys and shapes the answer; it
+        # asks `locate` for each. Internal topics are created first, here.
+        keys = {GROUP_KEY_TYPE: OFFSETS_TOPIC, TRANSACTION_KEY_TYPE: TRANSACTION_TOPIC}
+        topic_name = keys.get(request.key_type)
+        if topic_name is not None:
+            await self.groups.ensure_topic(topic_name)
+        image = self.metadata.image
+
+        def locate(key_type: int, key: str):
+            if key_type not in keys:
+                # Share groups: Kafka 4.x answers only when share groups are enabled.
+                return ErrorCode.INVALID_REQUEST, NO_NODE
+            topic = image.topic(keys[key_type])
+            if topic is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+            if key_type == GROUP_KEY_TYPE:
+                index = self.groups.coordinator.partition_for(key)
+            else:
+                index = coordinator_partition(key, len(topic.partitions))
+            leader = topic.partitions[index].leader
+            registration = image.brokers.get(leader)
+            endpoint = None if registration is None else registration.endpoint(ctx.listener)
+            if endpoint is None or registration.fenced:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+            return ErrorCode.NONE, Node(leader, endpoint.host, endpoint.port)
+
+        return find_coordinator_response(ctx.api_version, request, locate)

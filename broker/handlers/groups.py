@@ -12,7 +12,10 @@ asked.
 
 from __future__ import annotations
 
+from broker.group_runtime import GroupRuntime
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.values import Struct
@@ -22,40 +25,12 @@ from wire.values import Struct
 GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
-def _forward(api_key: int):
-    async def handler(ctx, request):
-        return await ctx.broker.groups.request(api_key, ctx, request)
-
-    handler.__name__ = ApiKey(api_key).name.lower()
-    return handler
-
-
-join_group = handles(ApiKey.JOIN_GROUP, "0-9")(_forward(ApiKey.JOIN_GROUP))
-sync_group = handles(ApiKey.SYNC_GROUP, "0-5")(_forward(ApiKey.SYNC_GROUP))
-heartbeat = handles(ApiKey.HEARTBEAT, "0-4")(_forward(ApiKey.HEARTBEAT))
-leave_group = handles(ApiKey.LEAVE_GROUP, "0-5")(_forward(ApiKey.LEAVE_GROUP))
-offset_fetch = handles(ApiKey.OFFSET_FETCH, "1-9")(_forward(ApiKey.OFFSET_FETCH))
-list_groups = handles(ApiKey.LIST_GROUPS, "0-5")(_forward(ApiKey.LIST_GROUPS))
-delete_groups = handles(ApiKey.DELETE_GROUPS, "0-2")(_forward(ApiKey.DELETE_GROUPS))
-
-
-@handles(ApiKey.DESCRIBE_GROUPS, "0-6")
-async def describe_groups(ctx, request):
-    response = await ctx.broker.groups.request(ApiKey.DESCRIBE_GROUPS, ctx, request)
-    if ctx.api_version >= 3 and request.include_authorized_operations:
-        for group in response["groups"]:
-            if group["error_code"] == ErrorCode.NONE:
-                group["authorized_operations"] = GROUP_OPERATIONS
-    return response
-
-
-def _split_unknown_partitions(ctx, request):
+def _split_unknown_partitions(image, request):
     """(request with only existing partitions, [(topic, [(partition, UNKNOWN...)])])."""
-    cluster = ctx.broker.cluster
     known_topics = []
     unknown = []
     for topic in request.topics:
-        info = cluster.topic(topic.name)
+        info = image.topic(topic.name)
         known = [
             p for p in topic.partitions if info is not None and p.partition_index in info.partitions
         ]
@@ -90,19 +65,65 @@ def _merge_topic_results(response: dict, unknown, partition_key: str) -> dict:
     return response
 
 
-@handles(ApiKey.OFFSET_COMMIT, "2-9")
-async def offset_commit(ctx, request):
-    known, unknown = _split_unknown_partitions(ctx, request)
-    if unknown and not known.topics:
-        return _merge_topic_results({"throttle_time_ms": 0, "topics": []}, unknown, "partitions")
-    response = await ctx.broker.groups.request(ApiKey.OFFSET_COMMIT, ctx, known)
-    return _merge_topic_results(response, unknown, "partitions")
+class GroupsHandler:
+    def __init__(self, groups: GroupRuntime, metadata: MetadataCache):
+        self.groups = groups
+        self.metadata = metadata
 
+    async def _forward(self, api_key: int, ctx: RequestContext, request):
+        return await self.groups.request(api_key, ctx, request)
 
-@handles(ApiKey.OFFSET_DELETE, "0")
-async def offset_delete(ctx, request):
-    known, unknown = _split_unknown_partitions(ctx, request)
-    response = await ctx.broker.groups.request(ApiKey.OFFSET_DELETE, ctx, known)
-    if response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
+    @handles(ApiKey.JOIN_GROUP, "0-9")
+    async def join_group(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.JOIN_GROUP, ctx, request)
+
+    @handles(ApiKey.SYNC_GROUP, "0-5")
+    async def sync_group(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.SYNC_GROUP, ctx, request)
+
+    @handles(ApiKey.HEARTBEAT, "0-4")
+    async def heartbeat(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.HEARTBEAT, ctx, request)
+
+    @handles(ApiKey.LEAVE_GROUP, "0-5")
+    async def leave_group(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.LEAVE_GROUP, ctx, request)
+
+    @handles(ApiKey.OFFSET_FETCH, "1-9")
+    async def offset_fetch(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.OFFSET_FETCH, ctx, request)
+
+    @handles(ApiKey.LIST_GROUPS, "0-5")
+    async def list_groups(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.LIST_GROUPS, ctx, request)
+
+    @handles(ApiKey.DELETE_GROUPS, "0-2")
+    async def delete_groups(self, ctx: RequestContext, request):
+        return await self._forward(ApiKey.DELETE_GROUPS, ctx, request)
+
+    @handles(ApiKey.DESCRIBE_GROUPS, "0-6")
+    async def describe_groups(self, ctx: RequestContext, request):
+        response = await self._forward(ApiKey.DESCRIBE_GROUPS, ctx, request)
+        if ctx.api_version >= 3 and request.include_authorized_operations:
+            for group in response["groups"]:
+                if group["error_code"] == ErrorCode.NONE:
+                    group["authorized_operations"] = GROUP_OPERATIONS
         return response
-    return _merge_topic_results(response, unknown, "partitions")
+
+    @handles(ApiKey.OFFSET_COMMIT, "2-9")
+    async def offset_commit(self, ctx: RequestContext, request):
+        known, unknown = _split_unknown_partitions(self.metadata.image, request)
+        if unknown and not known.topics:
+            return _merge_topic_results(
+                {"throttle_time_ms": 0, "topics": []}, unknown, "partitions"
+            )
+        response = await self._forward(ApiKey.OFFSET_COMMIT, ctx, known)
+        return _merge_topic_results(response, unknown, "partitions")
+
+    @handles(ApiKey.OFFSET_DELETE, "0")
+    async def offset_delete(self, ctx: RequestContext, request):
+        known, unknown = _split_unknown_partitions(self.metadata.image, request)
+        response = await self._forward(ApiKey.OFFSET_DELETE, ctx, known)
+        if response.get("error_code", ErrorCode.NONE) != ErrorCode.NONE:
+            return response
+        return _merge_topic_results(response, unknown, "partitions")

@@ -17,7 +17,12 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
+import trio
+
+from broker.log_manager import LogManager
 from broker.registry import handles
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -31,57 +36,66 @@ def _space(path: str) -> tuple[int, int]:
     return min(total, _LONG_MAX), min(usable, _LONG_MAX)
 
 
-@handles(ApiKey.DESCRIBE_LOG_DIRS, "1-4")
-async def describe_log_dirs(ctx, request):
-    replicas = ctx.broker.replicas
-    wanted = None
-    if request.topics is not None:
-        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    # A dir is offline (Kafka's whole-dir failure) once any of its logs is.
-    # ReplicaManager has no public accessor for the dirs it marked offline yet.
-    offline = set(replicas._offline_dirs)
-    by_dir: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for (topic, index), partition in sorted(replicas.partitions.items()):
-        d = replicas.dir_of(topic, index)
-        if d is None:
-            continue
-        if partition.log.offline:
-            offline.add(d)
-        if wanted is None or (topic, index) in wanted:
-            by_dir[d][topic].append(partition)
-    results = []
-    for d in replicas.log_dirs:
-        path = os.path.abspath(d)
-        if d in offline:
-            results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path})
-            continue
-        try:
-            total, usable = _space(d)
-        except OSError:
-            results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path})
-            continue
-        topics = [
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": p.index,
-                        "partition_size": p.log.size_bytes,
-                        "offset_lag": max(p.high_watermark - p.log_end_offset, 0),
-                        "is_future_key": False,
-                    }
-                    for p in partitions
-                ],
-            }
-            for topic, partitions in by_dir[d].items()
-        ]
-        results.append(
-            {
-                "error_code": ErrorCode.NONE,
-                "log_dir": path,
-                "topics": topics,
-                "total_bytes": total,
-                "usable_bytes": usable,
-            }
-        )
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": results}
+class LogDirsHandler:
+    def __init__(self, logs: LogManager, replicas: ReplicaManager):
+        self.logs = logs
+        self.replicas = replicas
+
+    @handles(ApiKey.DESCRIBE_LOG_DIRS, "1-4")
+    async def describe_log_dirs(self, ctx: RequestContext, request):
+        wanted = None
+        if request.topics is not None:
+            wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+        # Sizes and free space are disk reads: off the event loop.
+        return await trio.to_thread.run_sync(self._describe, wanted)
+
+    def _describe(self, wanted) -> dict:
+        """Blocking: the answer, from the logs and the file systems."""
+        logs = self.logs
+        # A dir is offline (Kafka's whole-dir failure) once any of its logs is.
+        offline = set(logs.offline_dirs)
+        by_dir: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        for (topic, index), plog in sorted(list(logs.logs.items())):
+            d = logs.dir_of((topic, index))
+            if d is None:
+                continue
+            if plog.offline:
+                offline.add(d)
+            if wanted is None or (topic, index) in wanted:
+                by_dir[d][topic].append((index, plog))
+        results = []
+        for d in logs.log_dirs:
+            path = os.path.abspath(d)
+            if d in offline:
+                results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path})
+                continue
+            try:
+                total, usable = _space(d)
+            except OSError:
+                results.append({"error_code": ErrorCode.KAFKA_STORAGE_ERROR, "log_dir": path})
+                continue
+            topics = [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {
+                            "partition_index": index,
+                            "partition_size": plog.size_bytes,
+                            "offset_lag": max(plog.high_watermark - plog.log_end_offset, 0),
+                            "is_future_key": False,
+                        }
+                        for index, plog in partitions
+                    ],
+                }
+                for topic, partitions in by_dir[d].items()
+            ]
+            results.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "log_dir": path,
+                    "topics": topics,
+                    "total_bytes": total,
+                    "usable_bytes": usable,
+                }
+            )
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": results}

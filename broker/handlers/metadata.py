@@ -7,8 +7,13 @@ the broker enables it); v10+ returns topic ids; v12 may ask by topic id.
 
 from __future__ import annotations
 
+from broker.config import BrokerConfig
+from broker.metadata.image import MetadataImage, TopicImage
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
-from broker.topics import TopicError, validate_topic_name
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
+from broker.topics import TopicError, TopicManager, validate_topic_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.schema import ZERO_UUID
@@ -21,49 +26,61 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 NOT_REQUESTED = -(2**31)
 
 
-def broker_entries(ctx) -> list[dict]:
-    broker = ctx.broker
+def broker_entries(image: MetadataImage, listener: str) -> list[dict]:
+    """The live brokers as clients on `listener` reach them (Kafka leaves out
+    brokers without an endpoint on that listener)."""
     entries = []
-    for node_id, info in sorted(broker.cluster.brokers.items()):
-        if node_id == broker.node_id:
-            _, host, port = broker.advertised_endpoint(ctx.listener)
-        else:
-            host, port = info.host, info.port
-        entries.append({"node_id": node_id, "host": host, "port": port, "rack": info.rack})
+    for node_id, registration in sorted(image.brokers.items()):
+        endpoint = registration.endpoint(listener)
+        if registration.fenced or endpoint is None:
+            continue
+        entries.append(
+            {
+                "node_id": node_id,
+                "host": endpoint.host,
+                "port": endpoint.port,
+                "rack": registration.rack,
+            }
+        )
     return entries
 
 
-def topic_entry(ctx, topic, include_operations: bool) -> dict:
-    live = set(ctx.broker.cluster.brokers)
-    partitions = []
-    for index in sorted(topic.partitions):
+def partition_entries(
+    image: MetadataImage, replicas: ReplicaManager, topic: TopicImage, indexes
+) -> list[dict]:
+    """Partitions as Metadata and DescribeTopicPartitions describe them: a
+    leader that is not live is -1 (LEADER_NOT_AVAILABLE), replicas on brokers
+    that are not live or on a failed log dir of this broker are offline."""
+    entries = []
+    for index in indexes:
         p = topic.partitions[index]
-        leader_live = p.leader in live
-        error = ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE
-        offline = [r for r in p.replicas if r not in live]
-        local = ctx.broker.replicas.get(topic.name, index)
-        if local is not None and local.log.offline:
-            # This broker's replica lost its log dir.
-            offline.append(ctx.broker.node_id)
-            if p.leader == ctx.broker.node_id:
+        error = ErrorCode.NONE if image.is_live(p.leader) else ErrorCode.LEADER_NOT_AVAILABLE
+        offline = [r for r in p.replicas if not image.is_live(r)]
+        if replicas.is_offline((topic.name, index)):
+            offline.append(replicas.node_id)
+            if p.leader == replicas.node_id:
                 error = ErrorCode.KAFKA_STORAGE_ERROR
-        partitions.append(
+        entries.append(
             {
                 "error_code": error,
                 "partition_index": index,
-                "leader_id": p.leader if leader_live else -1,
+                "leader_id": p.leader if image.is_live(p.leader) else -1,
                 "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas),
                 "isr_nodes": list(p.isr),
                 "offline_replicas": offline,
             }
         )
+    return entries
+
+
+def topic_entry(image, replicas, topic, include_operations: bool) -> dict:
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": partitions,
+        "partitions": partition_entries(image, replicas, topic, sorted(topic.partitions)),
         "topic_authorized_operations": TOPIC_OPERATIONS if include_operations else NOT_REQUESTED,
     }
 
@@ -72,65 +89,78 @@ def _error_entry(name, code, topic_id=ZERO_UUID) -> dict:
     return {"error_code": code, "name": name, "topic_id": topic_id, "partitions": []}
 
 
-@handles(ApiKey.METADATA, "0-12")
-async def metadata(ctx, request):
-    broker = ctx.broker
-    cluster = broker.cluster
-    version = ctx.api_version
-    include_ops = bool(request.include_topic_authorized_operations)
-    allow_create = broker.config.auto_create_topics_enable and (
-        version < 4 or request.allow_auto_topic_creation
-    )
-    all_topics = request.topics is None or (version == 0 and not request.topics)
-    topics = []
-    if all_topics:
-        for name in sorted(cluster.topics):
-            topics.append(topic_entry(ctx, cluster.topics[name], include_ops))
-    else:
-        for wanted in request.topics:
-            name = wanted.name
-            if name is None:
-                topic = cluster.topic_by_id(wanted.topic_id)
-                if topic is None:
-                    topics.append(_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
-                else:
-                    topics.append(topic_entry(ctx, topic, include_ops))
-                continue
-            topic = cluster.topic(name)
+class MetadataHandler:
+    def __init__(
+        self,
+        metadata: MetadataCache,
+        replicas: ReplicaManager,
+        topics: TopicManager,
+        config: BrokerConfig,
+    ):
+        self.metadata = metadata
+        self.replicas = replicas
+        self.topics = topics
+        self.config = config
+
+    @handles(ApiKey.METADATA, "0-12")
+    async def metadata(self, ctx: RequestContext, request):
+        image = self.metadata.image
+        version = ctx.api_version
+        include_ops = bool(request.include_topic_authorized_operations)
+        allow_create = self.config.auto_create_topics_enable and (
+            version < 4 or request.allow_auto_topic_creation
+        )
+        all_topics = request.topics is None or (version == 0 and not request.topics)
+        topics = []
+        if all_topics:
+            for name in sorted(image.topics):
+                topics.append(topic_entry(image, self.replicas, image.topics[name], include_ops))
+        else:
+            for wanted in request.topics:
+                topics.append(await self._topic(image, wanted, allow_create, include_ops))
+        return {
+            "throttle_time_ms": 0,
+            "brokers": broker_entries(image, ctx.listener),
+            "cluster_id": image.cluster_id,
+            "controller_id": image.controller_id,
+            "topics": topics,
+            "cluster_authorized_operations": (
+                CLUSTER_OPERATIONS
+                if request.include_cluster_authorized_operations
+                else NOT_REQUESTED
+            ),
+        }
+
+    async def _topic(self, image, wanted, allow_create: bool, include_ops: bool) -> dict:
+        name = wanted.name
+        if name is None:
+            topic = image.topic_by_id(wanted.topic_id)
             if topic is None:
-                try:
-                    validate_topic_name(name)
-                except TopicError:
-                    topics.append(_error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
-                    continue
-                if not allow_create or name.startswith("__"):
-                    topics.append(_error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                    continue
-                try:
-                    topic = broker.topics.create(name)
-                except TopicError as e:
-                    code = (
-                        e.code
-                        if e.code
-                        in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.KAFKA_STORAGE_ERROR)
-                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    )
-                    topics.append(_error_entry(name, code))
-                    continue
-                # Kafka hands the creation to its controller and answers this
-                # request with LEADER_NOT_AVAILABLE; clients ask again and
-                # find the topic. Answering the same way keeps clients on the
-                # code path they take with Kafka.
-                topics.append(_error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE))
-                continue
-            topics.append(topic_entry(ctx, topic, include_ops))
-    return {
-        "throttle_time_ms": 0,
-        "brokers": broker_entries(ctx),
-        "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.controller_id,
-        "topics": topics,
-        "cluster_authorized_operations": (
-            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
-        ),
-    }
+                return _error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id)
+            return topic_entry(image, self.replicas, topic, include_ops)
+        topic = image.topic(name)
+        if topic is not None:
+            return topic_entry(image, self.replicas, topic, include_ops)
+        try:
+            validate_topic_name(name)
+        except TopicError:
+            return _error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+        if not allow_create or name.startswith("__"):
+            return _error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            await self.topics.create(name)
+        except TopicError as e:
+            if e.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                # Created by another request meanwhile: as if we had made it.
+                return _error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE)
+            code = (
+                e.code
+                if e.code in (ErrorCode.INVALID_REPLICATION_FACTOR, ErrorCode.KAFKA_STORAGE_ERROR)
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            return _error_entry(name, code)
+        # Kafka hands the creation to its controller and answers this
+        # request with LEADER_NOT_AVAILABLE; clients ask again and
+        # find the topic. Answering the same way keeps clients on the
+        # code path they take with Kafka.
+        return _error_entry(name, ErrorCode.LEADER_NOT_AVAILABLE)

@@ -10,8 +10,12 @@ offset whose timestamp is at or after the one given, or -1 when none is.
 
 from __future__ import annotations
 
-from broker.handlers.common import leader_partition
+import trio
+
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
 from logstore import LogError, OffsetOutOfRange
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -33,17 +37,15 @@ def _list_offsets_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.LIST_OFFSETS, "1-10", _list_offsets_error)
-async def list_offsets(ctx, request):
-    cluster = ctx.broker.cluster
+def _list_offsets(image, replicas, request):
     read_committed = request.isolation_level == 1
     topics = []
     for t in request.topics:
-        topic = cluster.topic(t.name)
+        topic = image.topic(t.name)
         results = []
         for p in t.partitions:
-            partition, error = leader_partition(
-                ctx, topic, p.partition_index, p.current_leader_epoch
+            partition, error = replicas.leader_partition(
+                topic, p.partition_index, p.current_leader_epoch
             )
             entry = {"partition_index": p.partition_index, "error_code": error}
             if error == ErrorCode.NONE:
@@ -99,21 +101,23 @@ def _delete_records_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.DELETE_RECORDS, "0-2", _delete_records_error)
-async def delete_records(ctx, request):
-    cluster = ctx.broker.cluster
+async def _delete_records(image, replicas, request):
     topics = []
     for t in request.topics:
-        topic = cluster.topic(t.name)
+        topic = image.topic(t.name)
         results = []
         for p in t.partitions:
-            partition, error = leader_partition(ctx, topic, p.partition_index)
+            partition, error = replicas.leader_partition(topic, p.partition_index)
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": error}
             if error == ErrorCode.NONE:
                 # -1 means "up to the high watermark".
                 offset = partition.high_watermark if p.offset == -1 else p.offset
                 try:
-                    entry["low_watermark"] = partition.delete_records_before(offset)
+                    # Whole segments below the new start are deleted: off the event loop.
+                    entry["low_watermark"] = await trio.to_thread.run_sync(
+                        partition.delete_records_before, offset
+                    )
+                    partition.notify()
                 except OffsetOutOfRange:
                     entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
                 except LogError as e:
@@ -137,15 +141,13 @@ def _epoch_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4", _epoch_error)
-async def offset_for_leader_epoch(ctx, request):
-    cluster = ctx.broker.cluster
+def _offset_for_leader_epoch(image, replicas, request):
     topics = []
     for t in request.topics:
-        topic = cluster.topic(t.topic)
+        topic = image.topic(t.topic)
         results = []
         for p in t.partitions:
-            partition, error = leader_partition(ctx, topic, p.partition, p.current_leader_epoch)
+            partition, error = replicas.leader_partition(topic, p.partition, p.current_leader_epoch)
             entry = {"partition": p.partition, "error_code": error}
             if error == ErrorCode.NONE:
                 try:
@@ -156,3 +158,21 @@ async def offset_for_leader_epoch(ctx, request):
             results.append(entry)
         topics.append({"topic": t.topic, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+class OffsetsHandler:
+    def __init__(self, metadata: MetadataCache, replicas: ReplicaManager):
+        self.metadata = metadata
+        self.replicas = replicas
+
+    @handles(ApiKey.LIST_OFFSETS, "1-10", _list_offsets_error)
+    async def list_offsets(self, ctx: RequestContext, request):
+        return _list_offsets(self.metadata.image, self.replicas, request)
+
+    @handles(ApiKey.DELETE_RECORDS, "0-2", _delete_records_error)
+    async def delete_records(self, ctx: RequestContext, request):
+        return await _delete_records(self.metadata.image, self.replicas, request)
+
+    @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4", _epoch_error)
+    async def offset_for_leader_epoch(self, ctx: RequestContext, request):
+        return _offset_for_leader_epoch(self.metadata.image, self.replicas, request)

@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 import time
 
-import trio
-
 from broker.connection import CloseConnection
+from broker.metadata.publisher import MetadataCache
+from broker.partition import PartitionError
 from broker.registry import handles
-from logstore import (
-    InvalidProducerEpoch,
-    LogError,
-    OutOfOrderSequence,
+from broker.replica_manager import ReplicaManager
+from broker.request_context import RequestContext
+from broker.topic_configs import EffectiveTopicConfigs
+from logstore import InvalidProducerEpoch, LogError, OutOfOrderSequence
+from logstore.log_validator import (
     RecordsError,
     check_single_batch,
     first_batch_is_transactional,
@@ -73,43 +74,124 @@ def error_response(request, code, message=None):
     }
 
 
-@handles(ApiKey.PRODUCE, "0-11", error_response)
-async def produce(ctx, request):
-    broker = ctx.broker
-    acks = request.acks
-    try:
-        # Kafka looks at the first batch of every partition before anything
-        # else: one it cannot read fails the whole request.
-        transactional = any(
-            first_batch_is_transactional(p.records)
-            for t in request.topic_data
-            for p in t.partition_data
+class ProduceHandler:
+    def __init__(
+        self,
+        metadata: MetadataCache,
+        replicas: ReplicaManager,
+        topic_configs: EffectiveTopicConfigs,
+    ):
+        self.metadata = metadata
+        self.replicas = replicas
+        self.topic_configs = topic_configs
+
+    @handles(ApiKey.PRODUCE, "0-11", error_response)
+    async def produce(self, ctx: RequestContext, request):
+        acks = request.acks
+        try:
+            # Kafka looks at the first batch of every partition before anything
+            # else: one it cannot read fails the whole request.
+            transactional = any(
+                first_batch_is_transactional(p.records)
+                for t in request.topic_data
+                for p in t.partition_data
+            )
+        except RecordsError as e:
+            return _whole_request_error(request, e.code, e.message)
+        if transactional and request.transactional_id is None:
+            return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        image = self.metadata.image
+        now = time.time_ns() // 1_000_000
+        responses = []
+        waits = []  # (partition, offset the high watermark must reach, its response)
+        for topic_data in request.topic_data:
+            topic = image.topic(topic_data.name)
+            results = []
+            for pdata in topic_data.partition_data:
+                result, wait = self._append(ctx, topic, topic_data.name, pdata, now, acks)
+                results.append(result)
+                if wait is not None:
+                    await _flush_if_due(wait[0], result)
+                    if result["error_code"] == ErrorCode.NONE:
+                        waits.append((*wait, result))
+            responses.append({"name": topic_data.name, "partition_responses": results})
+        if acks == 0:
+            if any(r["error_code"] for t in responses for r in t["partition_responses"]):
+                # The only way Kafka can tell an acks=0 producer that it failed.
+                raise CloseConnection("a Produce request with acks=0 failed")
+            return None
+        if acks == -1 and waits:
+            outcome = await self.replicas.wait_for_replication(
+                [(p, offset) for p, offset, _ in waits], request.timeout_ms
+            )
+            for partition, _, result in waits:
+                error = outcome[partition.tp]
+                if error != ErrorCode.NONE:
+                    result.update(error_code=error, base_offset=-1)
+        return {"responses": responses, "throttle_time_ms": 0}
+
+    def _append(self, ctx, topic, name, pdata, now, acks):
+        """(partition response, wait) for one partition, its checks in Kafka's order."""
+        index = pdata.index
+        if topic is None or index not in topic.partitions:
+            return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+        records = pdata.records
+        if ctx.api_version >= 3:
+            try:
+                size = check_single_batch(records, ctx.api_version)
+            except RecordsError as e:
+                return _partition_response(index, e.code), None
+            records = records[:size]
+        if acks not in (-1, 0, 1):
+            return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS), None
+        if topic.is_internal:
+            return _partition_response(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
+        partition, error = self.replicas.leader_partition(topic, index)
+        if error == ErrorCode.KAFKA_STORAGE_ERROR:
+            return _partition_response(index, error), None
+        if partition is None:
+            return _partition_response(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
+        if ctx.api_version < 3:
+            return (
+                _partition_response(
+                    index,
+                    ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                    "Produce v0-2 (message format v0/v1) is not supported; use v3 or later",
+                ),
+                None,
+            )
+        limits = self.topic_configs.limits(topic)
+        if acks == -1 and partition.is_under_min_isr:
+            return _failed(partition, index, ErrorCode.NOT_ENOUGH_REPLICAS), None
+        try:
+            records = validate_records(records, limits, f"{name}-{index}", now)
+        except RecordsError as e:
+            if not e.reports_log_start_offset:
+                return _partition_response(
+                    index, e.code, e.message, record_errors=e.record_errors
+                ), None
+            return _failed(partition, index, e.code, e.message, e.record_errors), None
+        try:
+            info = partition.append_as_leader(records, acks)
+        except PartitionError as e:
+            return _failed(partition, index, e.code), None
+        except OutOfOrderSequence:
+            return _failed(partition, index, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
+        except InvalidProducerEpoch:
+            return _failed(partition, index, ErrorCode.INVALID_PRODUCER_EPOCH), None
+        except LogError as e:
+            log.warning("append to %r failed: %s", partition, e)
+            return _partition_response(index, ErrorCode(e.error_code), str(e)), None
+        return (
+            _partition_response(
+                index,
+                ErrorCode.NONE,
+                base_offset=info.first_offset,
+                append_time=now if limits.log_append_time else -1,
+                start=partition.log_start_offset,
+            ),
+            (partition, info.next_offset),
         )
-    except RecordsError as e:
-        return _whole_request_error(request, e.code, e.message)
-    if transactional and request.transactional_id is None:
-        return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    now = time.time_ns() // 1_000_000
-    responses = []
-    waits = []  # (partition, offset the high watermark must reach)
-    for topic_data in request.topic_data:
-        topic = broker.cluster.topic(topic_data.name)
-        results = []
-        for pdata in topic_data.partition_data:
-            result, wait = _append(ctx, topic, topic_data.name, pdata, now, acks)
-            results.append(result)
-            if wait is not None:
-                waits.append(wait)
-                await _flush_if_due(wait[0], result)
-        responses.append({"name": topic_data.name, "partition_responses": results})
-    if acks == 0:
-        if any(r["error_code"] for t in responses for r in t["partition_responses"]):
-            # The only way Kafka can tell an acks=0 producer that it failed.
-            raise CloseConnection("a Produce request with acks=0 failed")
-        return None
-    if acks == -1 and waits:
-        await _await_replication(waits, request.timeout_ms)
-    return {"responses": responses, "throttle_time_ms": 0}
 
 
 def _whole_request_error(request, code, message=None):
@@ -117,67 +199,6 @@ def _whole_request_error(request, code, message=None):
     if response is None:
         raise CloseConnection(f"a Produce request with acks=0 failed: {ErrorCode(code).name}")
     return response
-
-
-def _append(ctx, topic, name, pdata, now, acks):
-    """(partition response, wait) for one partition, its checks in Kafka's order."""
-    broker = ctx.broker
-    index = pdata.index
-    if topic is None or index not in topic.partitions:
-        return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
-    records = pdata.records
-    if ctx.api_version >= 3:
-        try:
-            size = check_single_batch(records, ctx.api_version)
-        except RecordsError as e:
-            return _partition_response(index, e.code), None
-        records = records[:size]
-    if acks not in (-1, 0, 1):
-        return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS), None
-    if topic.is_internal:
-        return _partition_response(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
-    partition = broker.replicas.get(name, index)
-    if partition is None or not partition.is_leader:
-        return _partition_response(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
-    if ctx.api_version < 3:
-        return (
-            _partition_response(
-                index,
-                ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                "Produce v0-2 (message format v0/v1) is not supported; use v3 or later",
-            ),
-            None,
-        )
-    limits = broker.topic_limits(topic)
-    if acks == -1 and len(partition.isr) < limits.min_insync_replicas:
-        return _failed(partition, index, ErrorCode.NOT_ENOUGH_REPLICAS), None
-    try:
-        records = validate_records(records, limits, f"{name}-{index}", now)
-    except RecordsError as e:
-        if not e.reports_log_start_offset:
-            return _partition_response(
-                index, e.code, e.message, record_errors=e.record_errors
-            ), None
-        return _failed(partition, index, e.code, e.message, e.record_errors), None
-    try:
-        info = partition.append_as_leader(records)
-    except OutOfOrderSequence:
-        return _failed(partition, index, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
-    except InvalidProducerEpoch:
-        return _failed(partition, index, ErrorCode.INVALID_PRODUCER_EPOCH), None
-    except LogError as e:
-        log.warning("append to %r failed: %s", partition, e)
-        return _partition_response(index, ErrorCode(e.error_code), str(e)), None
-    return (
-        _partition_response(
-            index,
-            ErrorCode.NONE,
-            base_offset=info.first_offset,
-            append_time=now if limits.log_append_time else -1,
-            start=partition.log_start_offset,
-        ),
-        (partition, info.next_offset),
-    )
 
 
 async def _flush_if_due(partition, result) -> None:
@@ -195,11 +216,3 @@ def _failed(partition, index, code, message=None, record_errors=()):
     return _partition_response(
         index, code, message, start=partition.log_start_offset, record_errors=record_errors
     )
-
-
-async def _await_replication(waits, timeout_ms: int) -> None:
-    """acks=all: wait until each partition's high watermark covers the append."""
-    with trio.move_on_after(max(timeout_ms, 0) / 1000):
-        for partition, offset in waits:
-            while partition.high_watermark < offset:
-                await partition.wait_for_change()

@@ -12,24 +12,32 @@ Any other replica set would need data moved, which Gregor does not do.
 
 from __future__ import annotations
 
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.request_context import RequestContext
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
-@handles(ApiKey.LIST_PARTITION_REASSIGNMENTS, "0")
-async def list_partition_reassignments(ctx, request):
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "topics": [],
-    }
+class ReassignmentsHandler:
+    def __init__(self, metadata: MetadataCache):
+        self.metadata = metadata
+
+    @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS, "0")
+    async def list_partition_reassignments(self, ctx: RequestContext, request):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "topics": [],
+        }
+
+    @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0")
+    async def alter_partition_reassignments(self, ctx: RequestContext, request):
+        return _alter(self.metadata.image, request)
 
 
-@handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0")
-async def alter_partition_reassignments(ctx, request):
-    cluster = ctx.broker.cluster
+def _alter(cluster, request):
     responses = [
         {
             "name": t.name,
@@ -81,6 +89,6 @@ def reassignment_error(cluster, topic_name, index, replicas):
                 f"The manual partition assignment includes the broker {broker_id} more than once."
             )
         previous = broker_id
-    if list(replicas) != partition.replicas:
+    if tuple(replicas) != tuple(partition.replicas):
         return invalid, "Gregor does not move replicas between brokers."
     return ErrorCode.NONE, None

@@ -19,11 +19,13 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from broker.cluster import random_uuid
-from broker.config import ConfigSource
+from broker.config import BrokerConfig, ConfigSource
 from broker.config.topic import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, TopicConfig
+from broker.metadata.image import random_uuid
+from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
-from broker.topics import TopicError
+from broker.request_context import RequestContext
+from broker.topics import TopicError, TopicManager
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.schema import ZERO_UUID
@@ -89,9 +91,7 @@ def creation_configs(broker_config, overrides: dict[str, str]) -> list[dict]:
     return entries
 
 
-@handles(ApiKey.CREATE_TOPICS, "2-7", _create_topics_error)
-async def create_topics(ctx, request):
-    broker = ctx.broker
+async def _create_topics(topics: TopicManager, broker_config: BrokerConfig, request):
     counts = Counter(t.name for t in request.topics)
     results = []
     trailing = []
@@ -114,12 +114,12 @@ async def create_topics(ctx, request):
         assignments = [(a.partition_index, list(a.broker_ids)) for a in t.assignments]
         try:
             if request.validate_only:
-                placed = broker.topics.check_create(
+                placed = topics.check_create(
                     name, t.num_partitions, t.replication_factor, assignments, configs
                 )
                 topic_id = random_uuid()
             else:
-                topic = broker.topics.create(
+                topic = await topics.create(
                     name, t.num_partitions, t.replication_factor, assignments, configs
                 )
                 placed = {i: p.replicas for i, p in topic.partitions.items()}
@@ -136,7 +136,7 @@ async def create_topics(ctx, request):
                 "topic_config_error_code": ErrorCode.NONE,
                 "num_partitions": len(placed),
                 "replication_factor": len(placed[min(placed)]),
-                "configs": creation_configs(broker.config, configs),
+                "configs": creation_configs(broker_config, configs),
             }
         )
     return {"throttle_time_ms": 0, "topics": results + trailing}
@@ -158,10 +158,7 @@ def _delete_topics_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.DELETE_TOPICS, "1-6", _delete_topics_error)
-async def delete_topics(ctx, request):
-    broker = ctx.broker
-    cluster = broker.cluster
+async def _delete_topics(topics: TopicManager, image, broker_config, ctx, request):
     responses: list[dict] = []
 
     def answer(name, topic_id, code, message=None):
@@ -173,7 +170,7 @@ async def delete_topics(ctx, request):
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    if not broker.config.delete_topic_enable:
+    if not broker_config.delete_topic_enable:
         # Kafka fails the whole request: INVALID_REQUEST before v3.
         if ctx.api_version < 3:
             code, message = ErrorCode.INVALID_REQUEST, "Topic deletion is disabled."
@@ -202,10 +199,10 @@ async def delete_topics(ctx, request):
         if name in dup_names or topic_id in dup_ids:
             continue
         if name is not None:
-            topic = cluster.topic(name)
+            topic = image.topic(name)
             unknown = (name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         else:
-            topic = cluster.topic_by_id(topic_id)
+            topic = image.topic_by_id(topic_id)
             unknown = (None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
         if topic is None:
             answer(*unknown, unknown[2].message)
@@ -215,7 +212,7 @@ async def delete_topics(ctx, request):
             targets[topic.name] = topic.topic_id
     for name, topic_id in targets.items():
         try:
-            broker.topics.delete(name)
+            await topics.delete(name)
         except TopicError as e:
             answer(name, topic_id, e.code, e.message)
         else:
@@ -234,9 +231,7 @@ def _create_partitions_error(request, code, message=None):
     }
 
 
-@handles(ApiKey.CREATE_PARTITIONS, "0-3", _create_partitions_error)
-async def create_partitions(ctx, request):
-    topics = ctx.broker.topics
+async def _create_partitions(topics: TopicManager, request):
     counts = Counter(t.name for t in request.topics)
     results = [
         {"name": name, "error_code": ErrorCode.INVALID_REQUEST, "error_message": DUPLICATE_NAME}
@@ -251,9 +246,28 @@ async def create_partitions(ctx, request):
             if request.validate_only:
                 topics.check_add_partitions(t.name, t.count, assignments)
             else:
-                topics.add_partitions(t.name, t.count, assignments)
+                await topics.add_partitions(t.name, t.count, assignments)
         except TopicError as e:
             results.append({"name": t.name, "error_code": e.code, "error_message": e.message})
             continue
         results.append({"name": t.name, "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}
+
+
+class TopicAdminHandler:
+    def __init__(self, metadata: MetadataCache, topics: TopicManager, config: BrokerConfig):
+        self.metadata = metadata
+        self.topics = topics
+        self.config = config
+
+    @handles(ApiKey.CREATE_TOPICS, "2-7", _create_topics_error)
+    async def create_topics(self, ctx: RequestContext, request):
+        return await _create_topics(self.topics, self.config, request)
+
+    @handles(ApiKey.DELETE_TOPICS, "1-6", _delete_topics_error)
+    async def delete_topics(self, ctx: RequestContext, request):
+        return await _delete_topics(self.topics, self.metadata.image, self.config, ctx, request)
+
+    @handles(ApiKey.CREATE_PARTITIONS, "0-3", _create_partitions_error)
+    async def create_partitions(self, ctx: RequestContext, request):
+        return await _create_partitions(self.topics, request)

@@ -7,7 +7,7 @@ one; one in 64 random uuids would.
 
 import base64
 
-from broker.cluster import new_cluster_id
+from broker.metadata.image import new_cluster_id
 from tools.run_kafka import random_cluster_id
 
 

@@ -1,0 +1,39 @@
+"""What a handler knows about a request besides its body.
+
+The principal is who sent it. Without authentication every client is
+Kafka's `User:ANONYMOUS`; SASL and TLS will fill it from the connection, and
+an authorizer will check it in each handler before anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaPrincipal:
+    type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.name}"
+
+
+ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    # The listener the request came in on: answers name endpoints of the same listener.
+    listener: str
+    # "host:port" of the client, "?" when the socket could not tell.
+    client_address: str
+    principal: KafkaPrincipal = ANONYMOUS
+
+    @property
+    def client_host(self) -> str:
+        return self.client_address.rsplit(":", 1)[0]

@@ -1,0 +1,150 @@
+"""One `Connection` driven over an in-memory stream, with a real broker's handlers.
+
+The broker is built and started in this process (its listener is bound but
+unused); the test speaks Kafka's framing to the connection through
+`trio.testing.memory_stream_pair`, so pipelining, ordering and closing are
+seen byte for byte.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import trio
+import trio.testing
+
+from broker.config import BrokerConfig
+from broker.connection import Connection
+from broker.registry import BoundHandler
+from broker.server import Broker
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+from wire.protocol import decode_response, encode_request
+
+API_VERSIONS_V3 = {"client_software_name": "tests", "client_software_version": "1.0"}
+
+
+def frame(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
+    data = encode_request(api_key, version, correlation_id, body)
+    return struct.pack(">i", len(data)) + data
+
+
+class Client:
+    def __init__(self, stream):
+        self.stream = stream
+        self.buffer = bytearray()
+
+    async def receive_frame(self) -> bytes | None:
+        """The next response frame; None once the broker has closed the stream."""
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = struct.unpack(">i", self.buffer[:4])
+                if len(self.buffer) >= 4 + size:
+                    data = bytes(self.buffer[4 : 4 + size])
+                    del self.buffer[: 4 + size]
+                    return data
+            chunk = await self.stream.receive_some(65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+
+def run(tmp_path, scenario, **overrides):
+    trio.run(with_connection, tmp_path, scenario, overrides)
+
+
+async def with_connection(tmp_path, scenario, overrides):
+    config = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path / "data"),
+            **overrides,
+        }
+    )
+    async with trio.open_nursery() as nursery:
+        broker = await nursery.start(Broker(config).serve)
+        client_end, broker_end = trio.testing.memory_stream_pair()
+        conn = Connection(broker.dispatcher, broker.limits, broker_end, "PLAINTEXT")
+        nursery.start_soon(conn.run)
+        with trio.fail_after(30):
+            await scenario(broker, Client(client_end))
+        await client_end.aclose()
+        await broker.stop()
+
+
+def test_pipelined_requests_are_answered_in_order(tmp_path):
+    async def scenario(broker, client):
+        requests = [
+            frame(ApiKey.API_VERSIONS, 3, 1, API_VERSIONS_V3),
+            frame(ApiKey.METADATA, 12, 2, {"topics": [], "allow_auto_topic_creation": False}),
+            frame(ApiKey.API_VERSIONS, 0, 3, {}),
+        ]
+        await client.stream.send_all(b"".join(requests))
+        ids = []
+        for api_key, version in ((18, 3), (3, 12), (18, 0)):
+            correlation_id, _ = decode_response(api_key, version, await client.receive_frame())
+            ids.append(correlation_id)
+        assert ids == [1, 2, 3]
+
+    run(tmp_path, scenario)
+
+
+def test_a_frame_over_the_request_limit_closes_after_what_came_before(tmp_path):
+    async def scenario(broker, client):
+        oversized = struct.pack(">i", 10_000) + b"\x00" * 16
+        await client.stream.send_all(frame(ApiKey.API_VERSIONS, 0, 7, {}) + oversized)
+        correlation_id, _ = decode_response(18, 0, await client.receive_frame())
+        assert correlation_id == 7
+        assert await client.receive_frame() is None
+
+    run(tmp_path, scenario, **{"socket.request.max.bytes": 1000})
+
+
+def test_a_failing_handler_answers_unknown_server_error_and_the_connection_goes_on(tmp_path):
+    async def scenario(broker, client):
+        # The fault hook: the dispatcher's entry for ListOffsets, replaced.
+        bound = broker.dispatcher.handlers[ApiKey.LIST_OFFSETS]
+
+        async def fail(ctx, request):
+            raise RuntimeError("injected")
+
+        broker.dispatcher.handlers[ApiKey.LIST_OFFSETS] = BoundHandler(bound.spec, fail)
+        body = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        }
+        await client.stream.send_all(frame(ApiKey.LIST_OFFSETS, 7, 1, body))
+        _, response = decode_response(2, 7, await client.receive_frame())
+        assert response.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        await client.stream.send_all(frame(ApiKey.API_VERSIONS, 0, 2, {}))
+        correlation_id, response = decode_response(18, 0, await client.receive_frame())
+        assert (correlation_id, response.error_code) == (2, ErrorCode.NONE)
+
+    run(tmp_path, scenario)
+
+
+def test_an_unsupported_api_versions_version_gets_a_v0_answer(tmp_path):
+    async def scenario(broker, client):
+        header = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 5, 5) + b"tests"
+        await client.stream.send_all(struct.pack(">i", len(header)) + header)
+        correlation_id, response = decode_response(18, 0, await client.receive_frame())
+        assert (correlation_id, response.error_code) == (5, ErrorCode.UNSUPPORTED_VERSION)
+        assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [
+            (18, 0, 4)
+        ]
+        # Any other API at a version it does not serve closes the connection.
+        header = struct.pack(">hhih", ApiKey.METADATA, 99, 6, 5) + b"tests"
+        await client.stream.send_all(struct.pack(">i", len(header)) + header)
+        assert await client.receive_frame() is None
+
+    run(tmp_path, scenario)
+
+
+def test_an_idle_connection_is_closed(tmp_path):
+    async def scenario(broker, client):
+        await client.stream.send_all(frame(ApiKey.API_VERSIONS, 0, 1, {}))
+        assert await client.receive_frame() is not None
+        assert await client.receive_frame() is None  # connections.max.idle.ms passed
+
+    run(tmp_path, scenario, **{"connections.max.idle.ms": 300})
