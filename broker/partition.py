@@ -255,6 +255,31 @@ class Partition:
         self.notify()
         return info
 
+    def follow_high_watermark(self, leader_high_watermark: int) -> None:
+        """A follower takes the leader's high watermark, bounded by its own log end."""
+        self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+        self.notify()
+
+    def truncate_to(self, offset: int) -> None:
+        """Blocking: a follower cuts its log back to where it agrees with the leader."""
+        self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Blocking: a follower that fell below the leader's log start starts over there."""
+        self.log.truncate_fully_and_start_at(offset)
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """The leader's check of a follower's position (KIP-320/595): when the
+        follower's last fetched epoch ends earlier on the leader than where it
+        fetches from, or the leader never had that epoch, (epoch, end offset)
+        to truncate to; None when they agree."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
     async def flush_if_message_count_due(self) -> None:
         """fsync now if flush.messages records are unflushed, as Kafka does at
         the end of an append, before the producer is answered. The disk wait

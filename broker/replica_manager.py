@@ -27,6 +27,7 @@ from broker.log_manager import LogManager
 from broker.metadata.delta import MetadataDelta, PartitionChange
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import Partition, PartitionError, TopicPartition
+from broker.replica_fetcher import ReplicaFetcherManager
 from broker.topic_configs import EffectiveTopicConfigs
 from logstore import LogError
 from wire.error_codes import ErrorCode
@@ -47,6 +48,7 @@ class ReplicaManager:
         controller: Controller,
         replica_lag_time_max_ms: int,
         clock_ms: Callable[[], int] = monotonic_ms,
+        fetchers: ReplicaFetcherManager | None = None,
     ):
         self.node_id = node_id
         self.logs = logs
@@ -54,6 +56,7 @@ class ReplicaManager:
         self.controller = controller
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._clock_ms = clock_ms
+        self.fetchers = fetchers
         self.partitions: dict[TopicPartition, Partition] = {}
         # Hosted partitions whose log could not be opened.
         self.offline: set[TopicPartition] = set()
@@ -95,6 +98,8 @@ class ReplicaManager:
 
     def start(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
+        if self.fetchers is not None:
+            self.fetchers.start(nursery)
         nursery.start_soon(self._shrink_isr_periodically)
 
     async def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
@@ -106,11 +111,15 @@ class ReplicaManager:
         for change in changes.leaders:
             partition = await self._get_or_open(change)
             if partition is not None:
+                if self.fetchers is not None:
+                    self.fetchers.stop_following(change.tp)
                 partition.make_leader(change.new)
         for change in changes.followers:
             partition = await self._get_or_open(change)
             if partition is not None:
-                partition.make_follower(change.new)
+                new_leadership = partition.make_follower(change.new)
+                if self.fetchers is not None and new_leadership:
+                    self.fetchers.follow(partition)
         changed_topics = set(delta.changed_topic_configs)
         if delta.changed_broker_configs:
             changed_topics = set(image.topics)
@@ -149,6 +158,8 @@ class ReplicaManager:
     async def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         """Stop hosting `tp`; delete its log when the topic or replica is gone."""
         self.offline.discard(tp)
+        if self.fetchers is not None:
+            self.fetchers.stop_following(tp)
         partition = self.partitions.pop(tp, None)
         if partition is not None:
             partition.leader = -1
@@ -244,6 +255,8 @@ class ReplicaManager:
     def wake_all(self) -> None:
         """Long-poll Fetches and acks=all Produces stop waiting and answer."""
         self.stopping = True
+        if self.fetchers is not None:
+            self.fetchers.stop_all()
         for partition in list(self.partitions.values()):
             partition.notify()
 

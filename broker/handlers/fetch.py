@@ -59,13 +59,15 @@ def error_response(request, code, message=None):
 class _Target:
     """One partition of the request, resolved."""
 
-    __slots__ = ("topic_key", "request", "partition", "error")
+    __slots__ = ("topic_key", "request", "partition", "error", "diverging")
 
     def __init__(self, topic_key, request, partition, error):
         self.topic_key = topic_key
         self.request = request
         self.partition = partition
         self.error = error
+        # A follower's (epoch, end offset) to truncate to, instead of records.
+        self.diverging: tuple[int, int] | None = None
 
 
 def _replica_id(ctx, request) -> int:
@@ -85,6 +87,12 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
         partition = target.partition
         if target.error != ErrorCode.NONE:
             results.append(_partition_error(p.partition, target.error, partition))
+            continue
+        if target.diverging is not None:
+            epoch, end_offset = target.diverging
+            result = _partition_error(p.partition, ErrorCode.NONE, partition)
+            result["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            results.append(result)
             continue
         try:
             max_bytes = max(0, min(p.partition_max_bytes, remaining))
@@ -128,7 +136,7 @@ class FetchHandler:
             self._record_follower_positions(targets, replica_id)
         read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
         results, total = _read_all(targets, request, read_committed, replica_id)
-        has_error = any(t.error != ErrorCode.NONE for t in targets)
+        has_error = any(t.error != ErrorCode.NONE or t.diverging is not None for t in targets)
         if request.max_wait_ms > 0 and total < request.min_bytes and not has_error:
             waitable = [t.partition for t in targets if t.partition is not None]
             if waitable:
@@ -167,6 +175,11 @@ class FetchHandler:
             if target.error != ErrorCode.NONE:
                 continue
             p = target.request
+            target.diverging = target.partition.diverging_epoch(
+                p.last_fetched_epoch, p.fetch_offset
+            )
+            if target.diverging is not None:
+                continue  # its position is not the leader's: it truncates first
             try:
                 self.replicas.follower_fetched(
                     target.partition, replica_id, p.fetch_offset, p.log_start_offset

@@ -1,0 +1,86 @@
+"""A Kafka client connection from this broker to another, for inter-broker requests.
+
+Followers fetch from leaders with it (Kafka's replica fetcher speaks the same
+Fetch API as consumers, with its replica id), and brokers reach the
+controller with it. One request at a time: the callers wait for each answer
+before sending the next, which is what they need. Encoding and decoding are
+`wire`'s; this is only the socket and the framing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import trio
+
+from wire.errors import DecodeError
+from wire.framing import FrameSplitter
+from wire.protocol import decode_response, encode_request
+
+# Answers larger than this are a protocol error (a follower asks for at most
+# replica.fetch.response.max.bytes, 10 MiB by default, plus overhead).
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class BrokerConnectionError(Exception):
+    """The connection failed or the other broker answered with garbage."""
+
+
+class BrokerConnection:
+    def __init__(self, host: str, port: int, client_id: str):
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._stream: trio.SocketStream | None = None
+        self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
+        self._ids = itertools.count(1)
+        self._lock = trio.Lock()
+
+    async def request(self, api_key: int, version: int, body, timeout: float = 30.0):
+        """Send one request and return the decoded response body."""
+        async with self._lock:
+            try:
+                with trio.fail_after(timeout):
+                    if self._stream is None:
+                        self._stream = await trio.open_tcp_stream(self.host, self.port)
+                        self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
+                    correlation_id = next(self._ids)
+                    data = encode_request(api_key, version, correlation_id, body, self.client_id)
+                    await self._stream.send_all(struct.pack(">i", len(data)) + data)
+                    frame = await self._receive_frame()
+                    got, response = decode_response(api_key, version, frame)
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as e:
+                await self.close()
+                raise BrokerConnectionError(f"{self.host}:{self.port}: {e}") from e
+            except trio.TooSlowError as e:
+                await self.close()
+                raise BrokerConnectionError(
+                    f"{self.host}:{self.port}: no answer in {timeout}s"
+                ) from e
+            except DecodeError as e:
+                await self.close()
+                raise BrokerConnectionError(f"{self.host}:{self.port}: bad answer: {e}") from e
+            if got != correlation_id:
+                await self.close()
+                raise BrokerConnectionError(
+                    f"{self.host}:{self.port}: answer {got} to request {correlation_id}"
+                )
+            return response
+
+    async def _receive_frame(self) -> bytes:
+        assert self._stream is not None
+        while True:
+            frame = self._splitter.next_frame()
+            if frame is not None:
+                return frame
+            data = await self._stream.receive_some(1 << 20)
+            if not data:
+                raise trio.BrokenResourceError("closed by the other broker")
+            self._splitter.feed(data)
+
+    async def close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()

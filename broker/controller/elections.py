@@ -1,0 +1,120 @@
+"""Leader elections: what the controller changes when brokers come and go.
+
+Pure functions from a metadata image to the partition registrations that
+change, so every controller implementation (and its tests) applies the same
+rules, Kafka's:
+
+- a broker whose session ends leaves every ISR it is in (unless it is the
+  last member: the ISR then names the replica that has every acknowledged
+  record), and the partitions it led get the first live ISR member in
+  replica order as leader, or no leader when none is live — unless the topic
+  allows unclean election, which takes any live replica and may lose
+  records;
+- a broker that comes back leads the leaderless partitions whose ISR it is in;
+- a controlled shutdown moves leadership away from the stopping broker first
+  (to another ISR member) and takes it out of the ISRs, so producers see one
+  quick NOT_LEADER_OR_FOLLOWER instead of a timeout;
+- the preferred leader (the first replica) takes leadership back when it is
+  live and in sync (auto.leader.rebalance.enable, ElectLeaders PREFERRED).
+
+Every change bumps the partition epoch, and a leader change the leader epoch
+(PartitionRegistration.changed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from broker.metadata.image import NO_LEADER, MetadataImage, PartitionRegistration
+
+TopicPartition = tuple[str, int]
+Changes = dict[TopicPartition, PartitionRegistration]
+
+
+def _partitions(image: MetadataImage):
+    for topic in image.topics.values():
+        for index, reg in topic.partitions.items():
+            yield (topic.name, index), reg
+
+
+def broker_fenced(
+    image: MetadataImage, node_id: int, unclean_allowed: Callable[[str], bool]
+) -> Changes:
+    """`node_id`'s session ended (it is no longer live in `image`)."""
+    live = set(image.live_broker_ids()) - {node_id}
+    changes: Changes = {}
+    for tp, reg in _partitions(image):
+        if node_id not in reg.replicas:
+            continue
+        isr = tuple(r for r in reg.isr if r != node_id) or reg.isr
+        if reg.leader == node_id:
+            leader = _first_live(isr, live)
+            if leader == NO_LEADER and unclean_allowed(tp[0]):
+                leader = _first_live(reg.replicas, live)
+                if leader != NO_LEADER:
+                    isr = (leader,)
+            changes[tp] = reg.changed(leader=leader, isr=isr)
+        elif isr != reg.isr:
+            changes[tp] = reg.changed(isr=isr)
+    return changes
+
+
+def broker_unfenced(
+    image: MetadataImage, node_id: int, unclean_allowed: Callable[[str], bool]
+) -> Changes:
+    """`node_id` is live again: it leads the leaderless partitions it may lead."""
+    changes: Changes = {}
+    for tp, reg in _partitions(image):
+        if reg.leader != NO_LEADER or node_id not in reg.replicas:
+            continue
+        if node_id in reg.isr:
+            changes[tp] = reg.changed(leader=node_id)
+        elif unclean_allowed(tp[0]) and not any(image.is_live(r) for r in reg.isr):
+            changes[tp] = reg.changed(leader=node_id, isr=(node_id,))
+    return changes
+
+
+def controlled_shutdown(image: MetadataImage, node_id: int) -> Changes:
+    """`node_id` is stopping: leadership moves to another live ISR member and
+    it leaves the ISRs (a partition it alone has in sync keeps it)."""
+    live = set(image.live_broker_ids()) - {node_id}
+    changes: Changes = {}
+    for tp, reg in _partitions(image):
+        if node_id not in reg.isr:
+            continue
+        others = tuple(r for r in reg.isr if r != node_id)
+        if reg.leader == node_id:
+            leader = _first_live(others, live)
+            if leader != NO_LEADER:
+                changes[tp] = reg.changed(leader=leader, isr=others)
+        elif others:
+            changes[tp] = reg.changed(isr=others)
+    return changes
+
+
+def preferred_leaders(image: MetadataImage, only: set[TopicPartition] | None = None) -> Changes:
+    """Partitions whose first replica is live, in sync and not leading: it leads."""
+    changes: Changes = {}
+    for tp, reg in _partitions(image):
+        if only is not None and tp not in only:
+            continue
+        preferred = reg.replicas[0] if reg.replicas else NO_LEADER
+        if reg.leader != preferred and preferred in reg.isr and image.is_live(preferred):
+            changes[tp] = reg.changed(leader=preferred)
+    return changes
+
+
+def new_partition(replicas: list[int], image: MetadataImage) -> PartitionRegistration:
+    """A new partition: its live replicas in sync, the first of them leading."""
+    live = [r for r in replicas if image.is_live(r)]
+    isr = tuple(live) or tuple(replicas)
+    return PartitionRegistration(
+        replicas=tuple(replicas), isr=isr, leader=live[0] if live else NO_LEADER
+    )
+
+
+def _first_live(candidates, live) -> int:
+    for r in candidates:
+        if r in live:
+            return r
+    return NO_LEADER

@@ -1,0 +1,149 @@
+"""Replication between real brokers of one process (tests/broker/in_process_cluster.py).
+
+Followers fetch from the leader over TCP as Kafka's do; the high watermark
+and acks=all wait for the ISR; a leader killed hands over to an in-sync
+follower with every acknowledged record; a returning replica with a tail the
+new leader does not have truncates it (KIP-101's scenarios) and copies the
+leader's log instead.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from tests.broker.in_process_cluster import Cluster
+from wire.error_codes import ErrorCode
+from wire.records import RecordInput, build_batch, iter_batches, iter_records
+
+DEADLINE = 20
+
+
+def values_of(partition) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record in the replica's log."""
+    data = partition.log.read(partition.log_start_offset, 1 << 24, partition.log_end_offset, True)
+    raw = data.read_bytes()
+    out = []
+    for pos, h in iter_batches(raw):
+        for r in iter_records(raw, pos):
+            out.append((h.base_offset + r.offset_delta, bytes(r.value)))
+    return out
+
+
+def tagged(prefix: str, n: int = 1) -> bytearray:
+    """A batch of n records with distinct values, so logs compare record by record."""
+    return bytearray(build_batch([RecordInput(None, f"{prefix}-{i}".encode()) for i in range(n)]))
+
+
+async def until(condition, what: str):
+    with trio.fail_after(DEADLINE):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+def run(tmp_path, scenario, n=3):
+    async def main():
+        cluster = Cluster(tmp_path, n)
+        async with trio.open_nursery() as nursery:
+            await cluster.start_all(nursery)
+            await scenario(cluster, nursery)
+            await cluster.stop_all()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_followers_copy_the_leader_and_acks_all_waits_for_the_isr(tmp_path):
+    async def scenario(cluster, nursery):
+        b1 = cluster.brokers[1]
+        topic = await b1.topics.create("t", 1, 3, configs={"min.insync.replicas": "2"})
+        reg = topic.partitions[0]
+        leader = cluster.brokers[reg.leader].replicas.get("t", 0)
+        assert leader.is_leader and set(leader.isr) == {1, 2, 3}
+        info = leader.append_as_leader(tagged("a", 3), required_acks=-1)
+        outcome = await cluster.brokers[reg.leader].replicas.wait_for_replication(
+            [(leader, info.next_offset)], 10_000
+        )
+        assert outcome == {("t", 0): ErrorCode.NONE}
+        assert leader.high_watermark == 3
+        followers = [cluster.brokers[n].replicas.get("t", 0) for n in (1, 2, 3) if n != reg.leader]
+        for f in followers:
+            assert not f.is_leader
+            await until(lambda f=f: f.high_watermark == 3, "followers learn the high watermark")
+            assert values_of(f) == values_of(leader)
+
+    run(tmp_path, scenario)
+
+
+def test_a_killed_leader_hands_over_and_no_acknowledged_record_is_lost(tmp_path):
+    async def scenario(cluster, nursery):
+        topic = await cluster.brokers[1].topics.create("t", 1, 3)
+        old = topic.partitions[0].leader
+        partition = cluster.brokers[old].replicas.get("t", 0)
+        acked = []
+        for i in range(5):
+            info = partition.append_as_leader(tagged(f"before-{i}"), required_acks=-1)
+            result = await cluster.brokers[old].replicas.wait_for_replication(
+                [(partition, info.next_offset)], 10_000
+            )
+            assert result[("t", 0)] == ErrorCode.NONE
+            acked.append(info.first_offset)
+        expected = values_of(partition)
+        await cluster.kill(old)
+        image = cluster.controller.image
+        new = image.partition("t", 0).leader
+        assert new not in (old, -1)
+        assert image.partition("t", 0).leader_epoch == topic.partitions[0].leader_epoch + 1
+        successor = cluster.brokers[new].replicas.get("t", 0)
+        assert successor.is_leader
+        assert values_of(successor)[: len(expected)] == expected
+        info = successor.append_as_leader(tagged("after"), required_acks=-1)
+        result = await cluster.brokers[new].replicas.wait_for_replication(
+            [(successor, info.next_offset)], 10_000
+        )
+        assert result[("t", 0)] == ErrorCode.NONE
+        # The old leader comes back as a follower and catches up.
+        back = await cluster.start(nursery, old)
+        follower = back.replicas.get("t", 0)
+        await until(
+            lambda: follower.log_end_offset == successor.log_end_offset, "the old leader catches up"
+        )
+        assert not follower.is_leader
+        assert values_of(follower) == values_of(successor)
+
+    run(tmp_path, scenario)
+
+
+def test_a_returning_leader_truncates_the_tail_nobody_acknowledged(tmp_path):
+    async def scenario(cluster, nursery):
+        topic = await cluster.brokers[1].topics.create("t", 1, 3)
+        old = topic.partitions[0].leader
+        partition = cluster.brokers[old].replicas.get("t", 0)
+        info = partition.append_as_leader(tagged("shared", 2), required_acks=-1)
+        result = await cluster.brokers[old].replicas.wait_for_replication(
+            [(partition, info.next_offset)], 10_000
+        )
+        assert result[("t", 0)] == ErrorCode.NONE
+        # acks=1 records the followers never see: the leader dies at once.
+        partition.append_as_leader(tagged("lost", 3), required_acks=1)
+        assert partition.log_end_offset == 5
+        await cluster.kill(old)
+        new = cluster.controller.image.partition("t", 0).leader
+        successor = cluster.brokers[new].replicas.get("t", 0)
+        assert successor.log_end_offset == 2  # it never had the tail
+        # More records than the lost tail: the returning replica's log end (5) is
+        # inside the new leader's log (6), so only the epochs tell them apart.
+        info = successor.append_as_leader(tagged("new", 4), required_acks=-1)
+        await cluster.brokers[new].replicas.wait_for_replication(
+            [(successor, info.next_offset)], 10_000
+        )
+        back = await cluster.start(nursery, old)
+        follower = back.replicas.get("t", 0)
+        await until(
+            lambda: values_of(follower) == values_of(successor),
+            "the old leader drops its tail and copies the new leader",
+        )
+        assert [v for _, v in values_of(follower)] == [b"shared-0", b"shared-1"] + [
+            f"new-{i}".encode() for i in range(4)
+        ]
+
+    run(tmp_path, scenario)
