@@ -61,7 +61,7 @@ def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO
     try:
         trio.run(_serve, config, stopped)
     except* OSError as group:
-        failure.extend(group.exceptions)
+        failure.extend(_leaves(group))
     except* KeyboardInterrupt:
         # A second signal while stopping: trio re-raises it on the way out.
         interrupted.append(True)
@@ -71,6 +71,14 @@ def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO
         print(f"gregor: {failure[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions inside nested groups (trio nurseries nest them)."""
+    found: list[BaseException] = []
+    for e in group.exceptions:
+        found.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return found
 
 
 async def _serve(config, stopped: list) -> None:

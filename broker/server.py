@@ -22,12 +22,14 @@ finish, flush and checkpoint the logs, return.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
 
 from broker.config import BrokerConfig
 from broker.connection import Connection, ConnectionLimits
+from broker.controller.api import MetadataBackend
 from broker.controller.local import METADATA_FILE, LocalController, LocalMetadataStore
 from broker.dynamic_broker_config import DynamicBrokerConfig
 from broker.group_runtime import GroupRuntime
@@ -37,6 +39,7 @@ from broker.metadata.image import BrokerRegistration, Endpoint, MetadataImage
 from broker.metadata.publisher import MetadataCache
 from broker.producer_id_manager import ProducerIdManager
 from broker.registry import RequestDispatcher
+from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replica_manager import ReplicaManager
 from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicManager
@@ -47,20 +50,39 @@ log = logging.getLogger("gregor.broker")
 _STOP_GRACE_SECONDS = 10
 
 
+# Makes the metadata backend for a broker's cache: the embedded single node's
+# by default; tests put several brokers of one process on a shared one.
+BackendFactory = Callable[[MetadataCache, BrokerConfig], MetadataBackend]
+
+
+def default_backend(cache: MetadataCache, config: BrokerConfig) -> MetadataBackend:
+    """A cluster's ZooKeeper with zookeeper.connect, else the embedded single node."""
+    if config.single_node:
+        store = LocalMetadataStore(Path(config.log_dirs[0]) / METADATA_FILE)
+        return LocalController(store, cache, config.node_id)
+    from broker.controller.zookeeper import ZkMetadataBackend
+
+    return ZkMetadataBackend(
+        config["zookeeper.connect"],
+        cache,
+        config.node_id,
+        session_timeout_ms=config["zookeeper.session.timeout.ms"],
+        connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        unclean_leader_election=config["unclean.leader.election.enable"],
+    )
+
+
 class Broker:
-    def __init__(self, config: BrokerConfig):
+    def __init__(self, config: BrokerConfig, backend: BackendFactory = default_backend):
         self.config = config
         self.node_id: int = config.node_id
         self.log_dirs = [Path(d) for d in config.log_dirs]
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        store = LocalMetadataStore(self.log_dirs[0] / METADATA_FILE)
-        self._stored = LocalController.load_image(store, self.node_id)
-        image, _ = self._stored
         # The broker starts from an image of no topics; the first published
         # image then reaches every part as a change, as any later one does.
-        self.metadata = MetadataCache(MetadataImage(image.cluster_id, image.controller_id))
-        self.controller = LocalController(store, self.metadata, self.node_id)
+        self.metadata = MetadataCache(MetadataImage("", -1))
+        self.controller = backend(self.metadata, config)
         self.topic_configs = EffectiveTopicConfigs(config)
         self.logs = LogManager(
             [str(d) for d in self.log_dirs],
@@ -78,6 +100,18 @@ class Broker:
             self.topic_configs,
             self.controller,
             replica_lag_time_max_ms=config["replica.lag.time.max.ms"],
+            fetchers=ReplicaFetcherManager(
+                self.node_id,
+                FetcherSettings(
+                    listener=config.inter_broker_listener_name,
+                    max_wait_ms=config["replica.fetch.wait.max.ms"],
+                    min_bytes=config["replica.fetch.min.bytes"],
+                    max_bytes=config["replica.fetch.max.bytes"],
+                    response_max_bytes=config["replica.fetch.response.max.bytes"],
+                    backoff_ms=config["replica.fetch.backoff.ms"],
+                ),
+                lambda: self.metadata.image,
+            ),
         )
         self.topics = TopicManager(self.metadata, self.controller, self.topic_configs, config)
         self.groups = GroupRuntime(self.node_id, config, self.metadata, self.replicas, self.topics)
@@ -124,10 +158,9 @@ class Broker:
                 listeners.append((name, bound))
                 sockname = bound[0].socket.getsockname()
                 self.bound.append((name, sockname[0], sockname[1]))
-            # The stored metadata, this node's new incarnation and registration:
-            # the replica manager opens the logs this node hosts.
-            await self.controller.start(*self._stored)
-            await self.controller.register_broker(self._registration())
+            # The metadata, this node's new incarnation and registration: the
+            # replica manager opens the logs this node hosts.
+            await self.controller.start(self._registration(), nursery)
             hosted = {
                 (t.name, i)
                 for t in self.metadata.image.topics.values()
@@ -173,6 +206,10 @@ class Broker:
         log.info("stopping: no longer accepting connections")
         if self._accept_scope is not None:
             self._accept_scope.cancel()
+        # Leaderships move to other brokers first (a cluster's controlled
+        # shutdown), so producers and consumers move on at once.
+        with trio.move_on_after(_STOP_GRACE_SECONDS):
+            await self.controller.controlled_shutdown()
         # Parked group requests (a JoinGroup waiting for the join phase) are
         # answered NOT_COORDINATOR now instead of holding the stop up.
         self.groups.shutdown()
@@ -185,6 +222,7 @@ class Broker:
                 await trio.sleep(0.01)
         await self.logs.stop_background()
         await trio.to_thread.run_sync(self.logs.close_all)
+        await self.controller.close()
         log.info("stopped: logs flushed and checkpointed")
         self._stopped.set()
 

@@ -3,6 +3,7 @@
 #   kcat                  (librdkafka's command-line client)
 #   default-jre-headless  (only if `java` is missing; Kafka 4.x needs Java 17+)
 #   maven                 (only if `mvn` is missing; tools/kafka_jars.py uses it)
+#   zookeeper             (ZooKeeper's server, for Gregor clusters: tools/zookeeper.py)
 # Idempotent: when every command is already present it exits at once, without
 # touching apt. Non-interactive; needs root (CI runs as root) or passwordless sudo.
 set -euo pipefail
@@ -11,6 +12,7 @@ missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

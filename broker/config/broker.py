@@ -248,8 +248,7 @@ class BrokerConfig:
 
     @property
     def single_node(self) -> bool:
-        """No zookeeper.connect: this broker is its own controller, metadata in a file
-        (for now always: a set zookeeper.connect is refused by _validate)."""
+        """No zookeeper.connect: this broker is its own controller, metadata in a file."""
         return not self["zookeeper.connect"]
 
     @property
@@ -259,17 +258,6 @@ class BrokerConfig:
     # --- validation ------------------------------------------------------------------
 
     def _validate(self) -> None:
-        # Accepting zookeeper.connect would start a lone node where the user
-        # asked for a cluster; refuse it until replication lands.
-        zookeeper = self["zookeeper.connect"]
-        if zookeeper:
-            raise ConfigError(
-                f"Invalid value {zookeeper} for configuration zookeeper.connect: "
-                "multi-broker clusters are not supported yet; Gregor runs a single node, "
-                "so leave zookeeper.connect unset",
-                "zookeeper.connect",
-                zookeeper,
-            )
         node = self._layered("node.id")
         broker = self._layered("broker.id")
         if node is not None and broker is not None and node != broker:

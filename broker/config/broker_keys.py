@@ -171,7 +171,7 @@ _KEYS: list[ConfigKey] = [
     define_key("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000, "How often expired transactional ids are removed.", at_least(1)),
     define_key("producer.id.expiration.ms", I, 86400000, "A partition forgets an idle producer id after this long.", at_least(1), CLUSTER_WIDE),
     # --- ZooKeeper (Kafka 3.9; removed from Kafka 4.0) ----------------------------
-    define_key("zookeeper.connect", S, None, "ZooKeeper connection string host:port[,host:port...][/chroot]. Multi-broker clusters are not supported yet: a value is a start-up error. Unset: single node, cluster metadata in a local file."),
+    define_key("zookeeper.connect", S, None, "ZooKeeper connection string host:port[,host:port...][/chroot]: the broker is one of a cluster whose metadata lives in ZooKeeper. Unset: a single node, cluster metadata in a local file."),
     define_key("zookeeper.session.timeout.ms", I, 18000, "ZooKeeper session timeout."),
     define_key("zookeeper.connection.timeout.ms", I, None, "Maximum wait for a ZooKeeper connection; if unset, zookeeper.session.timeout.ms."),
     # --- Gregor's own ---------------------------------------------------------------
@@ -195,8 +195,6 @@ GREGOR_DEVIATIONS: dict[str, str] = {
     "default.replication.factor": "at least 1 (Kafka: unchecked)",
     "log.flush.interval.ms": "at least 0 (Kafka accepts any long at start-up and fails later)",
     "zookeeper.*": "kept from Kafka 3.9 (Gregor coordinates brokers through ZooKeeper)",
-    "zookeeper.connect": "a value is a start-up error until replication lands (multi-broker "
-    "clusters are not supported yet)",
     "gregor.*": "Gregor-specific keys",
     "embedded": "BrokerConfig() without a file uses EMBEDDED_PROFILE (internal topics with "
     "replication factor 1), as Kafka's shipped config/server.properties does",

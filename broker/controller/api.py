@@ -82,3 +82,18 @@ class Controller(Protocol):
 
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         """The next block of producer ids, never handed out before."""
+
+
+class MetadataBackend(Controller, Protocol):
+    """A Controller as one broker starts and stops with it: the embedded single
+    node's, or a cluster's (ZooKeeper). `start` publishes the first image to
+    the broker's MetadataCache and registers the broker; from then on every
+    change, this broker's or another's, reaches the cache."""
+
+    async def start(self, registration: BrokerRegistration, nursery) -> None: ...
+
+    async def controlled_shutdown(self) -> None:
+        """Before a graceful stop: hand this broker's leaderships to others."""
+
+    async def close(self) -> None:
+        """After the logs are closed: leave the cluster (release sessions)."""

@@ -163,20 +163,19 @@ class LocalController:
         self._image = cache.image
         self._next_producer_id = 0
 
-    @classmethod
-    def load_image(cls, store: LocalMetadataStore, node_id: int) -> tuple[MetadataImage, int]:
+    def _load(self) -> tuple[MetadataImage, int]:
         """Blocking: the stored image (a new cluster's when there is none)
         and the next unused producer id."""
-        loaded = store.load()
+        loaded = self.store.load()
         if loaded is not None:
             return loaded
-        image = MetadataImage(cluster_id=new_cluster_id(), controller_id=node_id)
-        store.save(image, 0)
+        image = MetadataImage(cluster_id=new_cluster_id(), controller_id=self.node_id)
+        self.store.save(image, 0)
         return image, 0
 
-    async def start(self, image: MetadataImage, next_producer_id: int) -> None:
-        """This node starts again: lead its partitions under new leader epochs,
-        and publish the result as the broker's first image.
+    async def start(self, registration: BrokerRegistration, nursery=None) -> None:
+        """This node starts: its stored metadata, led under new leader epochs,
+        becomes the broker's first image, and the node registers its listeners.
 
         A single node is its own controller, so it does what a KRaft
         controller does when a partition's only replica comes back: the
@@ -184,6 +183,7 @@ class LocalController:
         elected (epoch + 1). Apache Kafka 4.3 shows the same two epochs per
         restart, clean or after kill -9, and they let clients (and followers)
         tell the data of one incarnation from the next."""
+        image, next_producer_id = await trio.to_thread.run_sync(self._load)
         async with self._lock:
             self._next_producer_id = next_producer_id
             topics = {}
@@ -211,6 +211,13 @@ class LocalController:
                 await self._save(restarted)
             self._image = restarted
             await self.cache.publish(restarted)
+        await self.register_broker(registration)
+
+    async def controlled_shutdown(self) -> None:
+        """Nothing to hand over: a single node leads everything it hosts."""
+
+    async def close(self) -> None:
+        """Nothing to release: every change is already on disk."""
 
     async def _commit(self, image: MetadataImage) -> None:
         await self._save(image)

@@ -26,13 +26,11 @@ class Recorder:
 
 async def started(path, node_id=1):
     store = LocalMetadataStore(path)
-    image, next_pid = LocalController.load_image(store, node_id)
-    cache = MetadataCache(MetadataImage(image.cluster_id, image.controller_id))
+    cache = MetadataCache(MetadataImage("", -1))
     recorder = Recorder()
     cache.subscribe(recorder)
     controller = LocalController(store, cache, node_id)
-    await controller.start(image, next_pid)
-    await controller.register_broker(ME)
+    await controller.start(ME)
     return controller, cache, recorder
 
 

@@ -34,8 +34,7 @@ def registration(node_id: int) -> BrokerRegistration:
 async def cluster(tmp_path, nursery):
     """(controller, cache, replica manager) for broker 1, broker 2 registered."""
     store = LocalMetadataStore(tmp_path / "meta.json")
-    image, next_pid = LocalController.load_image(store, 1)
-    cache = MetadataCache(MetadataImage(image.cluster_id, 1))
+    cache = MetadataCache(MetadataImage("", -1))
     config = BrokerConfig({"log.dirs": str(tmp_path / "data"), "node.id": 1})
     topic_configs = EffectiveTopicConfigs(config)
     logs = LogManager([str(tmp_path / "data")], DUTIES)
@@ -45,8 +44,7 @@ async def cluster(tmp_path, nursery):
     cache.subscribe(topic_configs)
     cache.subscribe(replicas)
     replicas.start(nursery)
-    await controller.start(image, next_pid)
-    await controller.register_broker(registration(1))
+    await controller.start(registration(1))
     await controller.register_broker(registration(2))
     return controller, cache, replicas
 

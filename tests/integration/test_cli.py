@@ -5,6 +5,7 @@ a request in flight at that moment is still answered."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -70,21 +71,23 @@ def test_unknown_key_in_a_properties_file_exits_2_naming_it(tmp_path):
     assert "Unknown configuration 'log.retention.hour'" in p.stderr
 
 
-def test_zookeeper_connect_exits_2_as_clusters_are_not_supported_yet(tmp_path):
-    # A Kafka 3.x server.properties of one broker of a cluster: starting a lone
-    # node from it would look like success, so start-up refuses it.
+def test_an_unreachable_zookeeper_stops_start_up_with_a_message(tmp_path):
+    # A broker of a cluster whose ZooKeeper does not answer: it must not start
+    # as a lone node; it says what it could not reach and exits 1.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
     props = tmp_path / "server.properties"
     props.write_text(
         "broker.id=2\n"
         "listeners=PLAINTEXT://127.0.0.1:0\n"
         f"log.dirs={tmp_path / 'data'}\n"
-        "zookeeper.connect=zk1:2181,zk2:2181/kafka\n"
+        f"zookeeper.connect=127.0.0.1:{closed_port}/kafka\n"
+        "zookeeper.connection.timeout.ms=1000\n"
     )
     p = serve(str(props))
-    assert p.returncode == 2, p.stderr
-    assert "configuration zookeeper.connect" in p.stderr
-    assert "multi-broker clusters are not supported yet" in p.stderr
-    assert not (tmp_path / "data").exists(), "nothing is written before the config is valid"
+    assert p.returncode == 1, p.stderr
+    assert f"cannot reach ZooKeeper at 127.0.0.1:{closed_port}/kafka" in p.stderr
 
 
 def test_missing_properties_file_exits_2(tmp_path):

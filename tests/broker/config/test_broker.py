@@ -101,14 +101,10 @@ def test_node_id_and_broker_id_are_one_setting():
         props("node.id=5\nbroker.id=6")
 
 
-def test_zookeeper_connect_is_refused_until_clusters_are_supported():
-    with pytest.raises(ConfigError, match="multi-broker clusters are not supported yet") as info:
-        props("zookeeper.connect=zk1:2181,zk2:2181/gregor")
-    assert info.value.key == "zookeeper.connect"
-    assert "Invalid value zk1:2181,zk2:2181/gregor for configuration zookeeper.connect" in str(
-        info.value
-    )
-    assert props("zookeeper.connect=").single_node  # empty: unset, as before
+def test_zookeeper_connect_makes_a_broker_of_a_cluster():
+    assert not props("zookeeper.connect=zk1:2181,zk2:2181/gregor").single_node
+    assert props("zookeeper.connect=").single_node  # empty: unset
+    assert props("").single_node
 
 
 def test_zookeeper_connection_timeout_falls_back_to_the_session_timeout():

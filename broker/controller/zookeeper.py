@@ -1,0 +1,715 @@
+"""A cluster's metadata in ZooKeeper, in the model Kafka used for a decade.
+
+The layout is Kafka's ZooKeeper-era one (under the chroot of
+`zookeeper.connect`, if any):
+
+    /cluster/id                                  the cluster id
+    /controller                   (ephemeral)   {"brokerid": N, ...}: the active controller
+    /controller_epoch                            bumped by each new controller
+    /brokers/ids/N                (ephemeral)   a live broker: every listener's endpoint, rack
+    /brokers/topics/T                            {"partitions": {"0": [1, 2, 3]}, "topic_id": ...}
+    /brokers/topics/T/partitions/P/state         {"leader", "leader_epoch", "isr", ...};
+                                                 its znode version is the partition epoch
+    /config/topics/T, /config/brokers/<default>|N   config overrides
+    /latest_producer_id_block                    the last producer-id block handed out
+
+Every broker follows it: one task re-reads the whole layout whenever a watch
+set by the previous read fires (reads are coalesced: changes arriving during a
+read cause one more), builds the metadata image and publishes it to the
+broker's MetadataCache. Any broker makes the changes a request asks for, each
+as one ZooKeeper transaction that fails as a whole when its preconditions do
+not hold: a topic is created with its assignment, partition states and
+configs together (the first live replica leads), an ISR changes only by a
+write conditional on the partition epoch the leader knows (AlterPartition's
+rule), producer-id blocks by a write conditional on the previous block.
+
+One broker wins the ephemeral /controller node and is the controller: it
+watches brokers come and go and applies Kafka's election rules
+(broker/controller/elections.py) to the partition states, with the same
+conditional writes, so it never overwrites a change it has not seen. When it
+dies another broker takes over. A stopping broker hands its leaderships over
+itself (a controlled shutdown, with the same rules and writes) before it
+deregisters.
+
+kazoo is the client; its calls block, so they run in worker threads, and its
+watches (which run on kazoo's own thread) only wake the trio task.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import trio
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+
+from broker.controller import elections
+from broker.controller.api import ControllerError, ProducerIdBlock, TopicPartition
+from broker.metadata.image import (
+    NO_LEADER,
+    BrokerRegistration,
+    Endpoint,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+    new_cluster_id,
+    random_uuid,
+)
+from broker.metadata.publisher import MetadataCache
+from wire.error_codes import ErrorCode
+
+log = logging.getLogger("gregor.zookeeper")
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+class ZooKeeperUnavailable(ConnectionError):
+    """The broker could not reach ZooKeeper at start."""
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _topic_id_text(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode()
+
+
+def _topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def state_path(topic: str, index: int) -> str:
+    return f"/brokers/topics/{topic}/partitions/{index}/state"
+
+
+def _state_json(reg: PartitionRegistration, controller_epoch: int) -> bytes:
+    return _json(
+        {
+            "version": 1,
+            "controller_epoch": controller_epoch,
+            "leader": reg.leader,
+            "leader_epoch": reg.leader_epoch,
+            "isr": list(reg.isr),
+        }
+    )
+
+
+@dataclass
+class Snapshot:
+    """What one read of ZooKeeper found, before it becomes an image."""
+
+    cluster_id: str
+    controller_id: int
+    brokers: dict[int, BrokerRegistration]
+    topics: dict[str, TopicImage]
+    broker_configs: dict[str, dict[str, str]]
+
+
+class ZkMetadataBackend:
+    """Implements MetadataBackend (broker/controller/api.py) on ZooKeeper."""
+
+    def __init__(
+        self,
+        connect: str,
+        cache: MetadataCache,
+        node_id: int,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int = 18000,
+        unclean_leader_election: bool = False,
+    ):
+        self.cache = cache
+        self.node_id = node_id
+        self.unclean_leader_election = unclean_leader_election
+        self._connection_timeout = connection_timeout_ms / 1000
+        self.connect_string = connect
+        self.zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._dirty = trio.Event()
+        self._session_lost = trio.Event()
+        self._registration: BrokerRegistration | None = None
+        self._controller_epoch = 0
+        self._is_controller = False
+        self._last_live: set[int] | None = None
+        self._session_timeout = session_timeout_ms / 1000
+        # One read-and-publish at a time, so a newer read is never published
+        # before an older one.
+        self._reload_lock = trio.Lock()
+        self._shutting_down = False
+
+    # --- running ----------------------------------------------------------------------
+
+    async def start(self, registration: BrokerRegistration, nursery: trio.Nursery) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._registration = registration
+        await trio.to_thread.run_sync(self._connect)
+        self.zk.add_listener(self._on_state)
+        await trio.to_thread.run_sync(self._ensure_layout)
+        await self._reload()
+        await trio.to_thread.run_sync(self._register)
+        await self._reload()
+        nursery.start_soon(self._follow)
+        nursery.start_soon(self._campaign)
+
+    def _connect(self) -> None:
+        try:
+            self.zk.start(timeout=self._connection_timeout)
+        except Exception as e:  # kazoo's timeout error is its own type
+            self.zk.stop()
+            raise ZooKeeperUnavailable(
+                f"cannot reach ZooKeeper at {self.connect_string} within "
+                f"{self._connection_timeout:g} s: {e}"
+            ) from e
+
+    def _on_state(self, state) -> None:
+        # kazoo's thread: only hand the news to trio.
+        if state == KazooState.LOST:
+            self._wake(lambda: self._session_lost.set())
+        self._wake(self._mark_dirty)
+
+    def _wake(self, fn) -> None:
+        if self._token is not None:
+            try:
+                self._token.run_sync_soon(fn)
+            except trio.RunFinishedError:
+                pass
+
+    def _mark_dirty(self) -> None:
+        self._dirty.set()
+
+    def _watch(self, event) -> None:
+        self._wake(self._mark_dirty)
+
+    def _ensure_layout(self) -> None:
+        for path in (
+            "/brokers/ids",
+            "/brokers/topics",
+            "/config/topics",
+            "/config/brokers",
+            "/cluster",
+        ):
+            self.zk.ensure_path(path)
+        try:
+            self.zk.create("/cluster/id", _json({"version": "1", "id": new_cluster_id()}))
+        except NodeExistsError:
+            pass
+
+    def _register(self) -> None:
+        """The ephemeral registration; a previous session's node (a quick restart
+        after kill -9) is waited out, as Kafka does."""
+        reg = self._registration
+        assert reg is not None
+        data = _json(
+            {
+                "version": 5,
+                "host": reg.endpoints[0].host,
+                "port": reg.endpoints[0].port,
+                "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in reg.endpoints],
+                "listener_security_protocol_map": {
+                    e.listener: e.security_protocol for e in reg.endpoints
+                },
+                "rack": reg.rack,
+                "jmx_port": -1,
+                "timestamp": str(int(time.time() * 1000)),
+                "features": {},
+            }
+        )
+        deadline = time.monotonic() + self._session_timeout + 10
+        path = f"/brokers/ids/{self.node_id}"
+        while True:
+            try:
+                self.zk.create(path, data, ephemeral=True)
+                return
+            except NodeExistsError:
+                stat = self.zk.exists(path)
+                if stat is not None and stat.ephemeralOwner == self.zk.client_id[0]:
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"broker {self.node_id} is already registered in ZooKeeper by another "
+                        "session (is another broker running with this node.id?)"
+                    ) from None
+                time.sleep(0.2)
+
+    async def _follow(self) -> None:
+        """Re-read ZooKeeper whenever a watch fires, and publish what changed."""
+        while True:
+            await self._dirty.wait()
+            self._dirty = trio.Event()
+            if self._session_lost.is_set() and self.zk.connected:
+                self._session_lost = trio.Event()
+                log.warning("ZooKeeper session was lost: registering again")
+                await trio.to_thread.run_sync(self._register)
+            try:
+                await self._reload()
+            except Exception:
+                log.exception("reading the cluster metadata from ZooKeeper failed")
+                await trio.sleep(1)
+                self._dirty.set()
+
+    async def _reload(self) -> None:
+        async with self._reload_lock:
+            await self._reload_locked()
+
+    async def _reload_locked(self) -> None:
+        snapshot = await trio.to_thread.run_sync(self._read)
+        image = MetadataImage(
+            cluster_id=snapshot.cluster_id,
+            controller_id=snapshot.controller_id,
+            brokers=snapshot.brokers,
+            topics=snapshot.topics,
+            broker_configs=snapshot.broker_configs,
+        )
+        await self.cache.publish(_share_unchanged(self.cache.image, image))
+        if self._is_controller:
+            await self._on_controller_image(image)
+
+    def _read(self) -> Snapshot:
+        """Blocking: the whole layout, setting a one-shot watch on every node read."""
+        zk, watch = self.zk, self._watch
+        raw_id, _ = zk.get("/cluster/id")
+        cluster_id = json.loads(raw_id)["id"]
+        controller_stat = zk.exists("/controller", watch=watch)
+        controller_id = -1
+        if controller_stat is not None:
+            try:
+                controller_id = json.loads(zk.get("/controller")[0])["brokerid"]
+            except NoNodeError:
+                pass
+        brokers = {}
+        for child in zk.get_children("/brokers/ids", watch=watch):
+            try:
+                data, _ = zk.get(f"/brokers/ids/{child}")
+            except NoNodeError:
+                continue
+            brokers[int(child)] = _broker_from_json(int(child), json.loads(data))
+        topics = {}
+        for name in zk.get_children("/brokers/topics", watch=watch):
+            try:
+                data, _ = zk.get(f"/brokers/topics/{name}", watch=watch)
+            except NoNodeError:
+                continue
+            raw = json.loads(data)
+            partitions = {}
+            for index, replicas in raw["partitions"].items():
+                try:
+                    state, stat = zk.get(state_path(name, int(index)), watch=watch)
+                except NoNodeError:
+                    continue  # being created or deleted: the next read sees it whole
+                s = json.loads(state)
+                partitions[int(index)] = PartitionRegistration(
+                    replicas=tuple(replicas),
+                    isr=tuple(s["isr"]),
+                    leader=s["leader"],
+                    leader_epoch=s["leader_epoch"],
+                    partition_epoch=stat.version,
+                )
+            configs = {}
+            if zk.exists(f"/config/topics/{name}", watch=watch) is not None:
+                try:
+                    configs = json.loads(zk.get(f"/config/topics/{name}")[0])["config"]
+                except NoNodeError:
+                    pass
+            topics[name] = TopicImage(name, _topic_id(raw["topic_id"]), partitions, configs)
+        broker_configs = {}
+        for child in zk.get_children("/config/brokers", watch=watch):
+            try:
+                data, _ = zk.get(f"/config/brokers/{child}", watch=watch)
+            except NoNodeError:
+                continue
+            resource = "" if child == "<default>" else child
+            broker_configs[resource] = json.loads(data)["config"]
+        return Snapshot(cluster_id, controller_id, brokers, topics, broker_configs)
+
+    async def close(self) -> None:
+        await trio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        try:
+            self.zk.stop()
+            self.zk.close()
+        except Exception:  # closing a client whose server is gone
+            log.debug("closing the ZooKeeper client", exc_info=True)
+
+    # --- the active controller ---------------------------------------------------------------
+
+    async def _campaign(self) -> None:
+        """Try to become the controller; when /controller goes, try again."""
+        while True:
+            won = await trio.to_thread.run_sync(self._try_become_controller)
+            if won:
+                log.info(
+                    "broker %d is the controller (epoch %d)", self.node_id, self._controller_epoch
+                )
+                self._is_controller = True
+                self._last_live = None
+                await self._on_controller_image(self.cache.image)
+                # Keep the role until the node is gone (our session ended).
+                while self._is_controller:
+                    await self.cache.wait_for_change()
+                    if self.cache.image.controller_id != self.node_id:
+                        self._is_controller = False
+            await self.cache.wait_for_change()
+
+    def _try_become_controller(self) -> bool:
+        if self._shutting_down:
+            return False
+        data = _json(
+            {"version": 2, "brokerid": self.node_id, "timestamp": str(int(time.time() * 1000))}
+        )
+        try:
+            self.zk.create("/controller", data, ephemeral=True)
+        except NodeExistsError:
+            return False
+        # A new controller bumps the epoch, so writes of an older one can be told apart.
+        while True:
+            try:
+                raw, stat = self.zk.get("/controller_epoch")
+                epoch = int(raw) + 1
+                self.zk.set("/controller_epoch", str(epoch).encode(), version=stat.version)
+            except NoNodeError:
+                epoch = 1
+                try:
+                    self.zk.create("/controller_epoch", b"1")
+                except NodeExistsError:
+                    continue
+            except BadVersionError:
+                continue
+            self._controller_epoch = epoch
+            return True
+
+    async def _on_controller_image(self, image: MetadataImage) -> None:
+        """The controller's duty on each image: brokers that left are fenced,
+        brokers that came back may lead, leaderless partitions get a leader."""
+        live = set(image.live_broker_ids())
+        previous = (
+            self._last_live
+            if self._last_live is not None
+            else set(image.brokers)
+            | {r for t in image.topics.values() for p in t.partitions.values() for r in p.replicas}
+        )
+        self._last_live = live
+        changes: dict[TopicPartition, PartitionRegistration] = {}
+        working = image
+        for gone in sorted(previous - live):
+            changes.update(elections.broker_fenced(working, gone, self._unclean))
+            working = _apply(working, changes)
+        for back in sorted(live):
+            found = elections.broker_unfenced(working, back, self._unclean)
+            changes.update(found)
+            working = _apply(working, found)
+        if changes:
+            await self._write_states(image, changes)
+
+    def _unclean(self, topic: str) -> bool:
+        configs = self.cache.image.topics.get(topic)
+        value = configs.configs.get("unclean.leader.election.enable") if configs else None
+        if value is not None:
+            return value == "true"
+        return self.unclean_leader_election
+
+    async def _write_states(
+        self, base: MetadataImage, changes: Mapping[TopicPartition, PartitionRegistration]
+    ) -> None:
+        """Each change conditional on the partition epoch it was computed from;
+        a conflict means someone changed it first: the next image decides again."""
+        conflicts = await trio.to_thread.run_sync(self._write_states_sync, base, dict(changes))
+        if conflicts:
+            log.info("partition states changed meanwhile, deciding again: %s", conflicts)
+            self._dirty.set()
+
+    def _write_states_sync(self, base: MetadataImage, changes) -> list[TopicPartition]:
+        conflicts = []
+        for (topic, index), reg in changes.items():
+            current = base.partition(topic, index)
+            if current is None:
+                continue
+            try:
+                self.zk.set(
+                    state_path(topic, index),
+                    _state_json(reg, self._controller_epoch),
+                    version=current.partition_epoch,
+                )
+                if reg.leader != current.leader:
+                    log.info(
+                        "%s-%d: leader %d -> %d (epoch %d), ISR %s",
+                        topic,
+                        index,
+                        current.leader,
+                        reg.leader,
+                        reg.leader_epoch,
+                        list(reg.isr),
+                    )
+            except (BadVersionError, NoNodeError):
+                conflicts.append((topic, index))
+        return conflicts
+
+    async def controlled_shutdown(self) -> None:
+        """Hand this broker's leaderships to other in-sync replicas and leave
+        the ISRs, retrying on conflicting changes, then stop campaigning."""
+        self._shutting_down = True
+        for _ in range(5):
+            await self._reload()
+            changes = elections.controlled_shutdown(self.cache.image, self.node_id)
+            if not changes:
+                break
+            conflicts = await trio.to_thread.run_sync(
+                self._write_states_sync, self.cache.image, changes
+            )
+            if not conflicts:
+                await self._reload()
+                break
+        await trio.to_thread.run_sync(self._deregister)
+
+    def _deregister(self) -> None:
+        for path in (f"/brokers/ids/{self.node_id}",):
+            try:
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+        if self._is_controller:
+            try:
+                self.zk.delete("/controller")
+            except NoNodeError:
+                pass
+
+    # --- changes a request asks for ---------------------------------------------------------
+
+    async def register_broker(self, registration: BrokerRegistration) -> None:
+        self._registration = registration
+        await trio.to_thread.run_sync(self._register)
+        await self._reload()
+
+    async def create_topic(
+        self, name: str, assignments: Mapping[int, list[int]], configs: Mapping[str, str]
+    ) -> TopicImage:
+        image = self.cache.image
+        topic_id = random_uuid()
+        states = {i: elections.new_partition(list(r), image) for i, r in assignments.items()}
+
+        def write() -> None:
+            t = self.zk.transaction()
+            t.create(
+                f"/brokers/topics/{name}",
+                _json(
+                    {
+                        "version": 3,
+                        "topic_id": _topic_id_text(topic_id),
+                        "partitions": {str(i): list(r) for i, r in assignments.items()},
+                        "adding_replicas": {},
+                        "removing_replicas": {},
+                    }
+                ),
+            )
+            t.create(f"/brokers/topics/{name}/partitions", b"")
+            for i, reg in states.items():
+                t.create(f"/brokers/topics/{name}/partitions/{i}", b"")
+                t.create(state_path(name, i), _state_json(reg, self._controller_epoch))
+            t.create(f"/config/topics/{name}", _json({"version": 1, "config": dict(configs)}))
+            _commit(t)
+
+        try:
+            await trio.to_thread.run_sync(write)
+        except NodeExistsError:
+            raise ControllerError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+            ) from None
+        await self._reload()
+        topic = self.cache.image.topic(name)
+        if topic is None or topic.topic_id != topic_id:
+            raise ControllerError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        return topic
+
+    async def delete_topic(self, name: str) -> TopicImage:
+        topic = self.cache.image.topic(name)
+
+        def write() -> None:
+            children = self.zk.get_children(f"/brokers/topics/{name}/partitions")
+            t = self.zk.transaction()
+            for index in children:
+                t.delete(state_path(name, int(index)))
+                t.delete(f"/brokers/topics/{name}/partitions/{index}")
+            t.delete(f"/brokers/topics/{name}/partitions")
+            t.delete(f"/brokers/topics/{name}")
+            t.delete(f"/config/topics/{name}")
+            _commit(t)
+
+        try:
+            await trio.to_thread.run_sync(write)
+        except (NoNodeError, NotEmptyError):
+            raise ControllerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            ) from None
+        await self._reload()
+        if topic is None:
+            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return topic
+
+    async def create_partitions(
+        self, name: str, assignments: Mapping[int, list[int]]
+    ) -> TopicImage:
+        image = self.cache.image
+        states = {i: elections.new_partition(list(r), image) for i, r in assignments.items()}
+
+        def write() -> None:
+            data, stat = self.zk.get(f"/brokers/topics/{name}")
+            raw = json.loads(data)
+            raw["partitions"].update({str(i): list(r) for i, r in assignments.items()})
+            t = self.zk.transaction()
+            t.set_data(f"/brokers/topics/{name}", _json(raw), version=stat.version)
+            for i, reg in states.items():
+                t.create(f"/brokers/topics/{name}/partitions/{i}", b"")
+                t.create(state_path(name, i), _state_json(reg, self._controller_epoch))
+            _commit(t)
+
+        try:
+            await trio.to_thread.run_sync(write)
+        except NoNodeError:
+            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        except (BadVersionError, NodeExistsError):
+            raise ControllerError(
+                ErrorCode.REASSIGNMENT_IN_PROGRESS, "The topic changed meanwhile; try again."
+            ) from None
+        await self._reload()
+        return self.cache.image.topics[name]
+
+    async def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        await trio.to_thread.run_sync(self._set_config, f"/config/topics/{name}", dict(configs))
+        await self._reload()
+
+    async def alter_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        path = f"/config/brokers/{resource or '<default>'}"
+        await trio.to_thread.run_sync(self._set_config, path, dict(configs))
+        await self._reload()
+
+    def _set_config(self, path: str, configs: dict[str, str]) -> None:
+        data = _json({"version": 1, "config": configs})
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            try:
+                self.zk.create(path, data)
+            except NodeExistsError:
+                self.zk.set(path, data)
+
+    async def alter_partition(
+        self,
+        tp: TopicPartition,
+        leader_id: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        isr: list[int],
+    ) -> PartitionRegistration:
+        current = self.cache.image.partition(*tp)
+        if current is None:
+            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if leader_id != current.leader or leader_epoch != current.leader_epoch:
+            raise ControllerError(ErrorCode.FENCED_LEADER_EPOCH)
+        live = set(self.cache.image.live_broker_ids())
+        if (
+            not isr
+            or leader_id not in isr
+            or any(r not in current.replicas or r not in live for r in isr)
+        ):
+            raise ControllerError(ErrorCode.INELIGIBLE_REPLICA)
+        changed = current.changed(isr=tuple(isr))
+
+        def write() -> None:
+            self.zk.set(
+                state_path(*tp),
+                _state_json(changed, self._controller_epoch),
+                version=partition_epoch,
+            )
+
+        try:
+            await trio.to_thread.run_sync(write)
+        except BadVersionError:
+            raise ControllerError(ErrorCode.INVALID_UPDATE_VERSION) from None
+        except NoNodeError:
+            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        await self._reload()
+        return self.cache.image.partition(*tp) or changed
+
+    async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
+        def allocate() -> ProducerIdBlock:
+            path = "/latest_producer_id_block"
+            while True:
+                try:
+                    data, stat = self.zk.get(path)
+                except NoNodeError:
+                    block = ProducerIdBlock(broker_id, 0, PRODUCER_ID_BLOCK_SIZE)
+                    try:
+                        self.zk.create(path, _block_json(block))
+                        return block
+                    except NodeExistsError:
+                        continue
+                last = json.loads(data)
+                block = ProducerIdBlock(
+                    broker_id, int(last["block_end"]) + 1, PRODUCER_ID_BLOCK_SIZE
+                )
+                try:
+                    self.zk.set(path, _block_json(block), version=stat.version)
+                    return block
+                except BadVersionError:
+                    continue
+
+        return await trio.to_thread.run_sync(allocate)
+
+
+def _block_json(block: ProducerIdBlock) -> bytes:
+    return _json(
+        {
+            "version": 1,
+            "broker": block.broker_id,
+            "block_start": str(block.first),
+            "block_end": str(block.next_after - 1),
+        }
+    )
+
+
+def _commit(transaction) -> None:
+    """Commit a kazoo transaction; raise the first failure (it failed whole)."""
+    results = transaction.commit()
+    for result in results:
+        if isinstance(result, Exception) and not _is_rolled_back(result):
+            raise result
+
+
+def _is_rolled_back(error: Exception) -> bool:
+    return type(error).__name__ == "RolledBackError"
+
+
+def _broker_from_json(node_id: int, raw: dict) -> BrokerRegistration:
+    protocols = raw.get("listener_security_protocol_map") or {}
+    endpoints = []
+    for entry in raw.get("endpoints", []):
+        name, _, address = entry.partition("://")
+        host, _, port = address.rpartition(":")
+        endpoints.append(Endpoint(name, host, int(port), protocols.get(name, "PLAINTEXT")))
+    return BrokerRegistration(node_id, tuple(endpoints), raw.get("rack"))
+
+
+def _apply(image: MetadataImage, changes) -> MetadataImage:
+    for (topic, index), reg in changes.items():
+        image = image.with_partitions(topic, {index: reg})
+    return image
+
+
+def _share_unchanged(old: MetadataImage, new: MetadataImage) -> MetadataImage:
+    """`new` with the topics that did not change replaced by the old objects,
+    so deltas (which skip identical objects) stay cheap."""
+    topics = {
+        name: (old.topics[name] if old.topics.get(name) == topic else topic)
+        for name, topic in new.topics.items()
+    }
+    return MetadataImage(new.cluster_id, new.controller_id, new.brokers, topics, new.broker_configs)
+
+
+__all__ = ["NO_LEADER", "ZkMetadataBackend"]
