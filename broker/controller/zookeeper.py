@@ -159,6 +159,7 @@ class ZkMetadataBackend:
 
     def _connect(self) -> None:
         try:
+            self._create_chroot()
             self.zk.start(timeout=self._connection_timeout)
         except Exception as e:  # kazoo's timeout error is its own type
             self.zk.stop()
@@ -166,6 +167,19 @@ class ZkMetadataBackend:
                 f"cannot reach ZooKeeper at {self.connect_string} within "
                 f"{self._connection_timeout:g} s: {e}"
             ) from e
+
+    def _create_chroot(self) -> None:
+        """A chroot that does not exist yet is created, as Kafka does."""
+        hosts, slash, chroot = self.connect_string.partition("/")
+        if not slash or not chroot.strip("/"):
+            return
+        plain = KazooClient(hosts=hosts, timeout=self.zk._session_timeout / 1000)
+        plain.start(timeout=self._connection_timeout)
+        try:
+            plain.ensure_path("/" + chroot.strip("/"))
+        finally:
+            plain.stop()
+            plain.close()
 
     def _on_state(self, state) -> None:
         # kazoo's thread: only hand the news to trio.

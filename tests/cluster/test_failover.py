@@ -1,0 +1,183 @@
+"""A three-broker Gregor cluster loses no acknowledged record when brokers fail.
+
+Real processes, ZooKeeper started for the session, confluent-kafka clients.
+Each test names the failure it makes; the checker (tests/cluster/checker.py)
+reads every partition afterwards and counts lost, misplaced, duplicated and
+reordered records, all of which must be zero.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster.checker import Writer, check, read_everything
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 60
+
+
+def admin(cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+def wait_until(condition, what: str, timeout: float = TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def partitions_of(cluster, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """{partition: (leader, replicas, isr)} as a client sees it."""
+    md = admin(cluster).list_topics(topic, timeout=10)
+    t = md.topics[topic]
+    if t.error is not None:
+        return {}
+    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
+
+
+def create(cluster, topic: str, partitions: int = 3, rf: int = 3, **configs) -> None:
+    client = admin(cluster)  # kept alive until its future completes
+    client.create_topics(
+        [
+            NewTopic(
+                topic,
+                partitions,
+                rf,
+                config={k.replace("_", "."): str(v) for k, v in configs.items()},
+            )
+        ]
+    )[topic].result(TIMEOUT)
+    wait_until(
+        lambda: (
+            (p := partitions_of(cluster, topic))
+            and len(p) == partitions
+            and all(leader >= 0 and len(isr) == rf for leader, _, isr in p.values())
+        ),
+        "every partition led with its whole ISR",
+    )
+
+
+def test_the_cluster_lists_every_broker_and_a_controller(cluster):
+    md = admin(cluster).list_topics(timeout=10)
+    assert sorted(md.brokers) == [1, 2, 3]
+    assert md.controller_id in (1, 2, 3)
+    # Replicas spread as Kafka spreads them: each broker leads one of three.
+    create(cluster, "spread")
+    leaders = sorted(leader for leader, _, _ in partitions_of(cluster, "spread").values())
+    assert leaders == [1, 2, 3]
+
+
+def test_a_replication_factor_above_the_live_brokers_is_refused(cluster):
+    client = admin(cluster)
+    future = client.create_topics([NewTopic("too-many", 1, 4)])["too-many"]
+    with pytest.raises(KafkaException) as info:
+        future.result(TIMEOUT)
+    assert info.value.args[0].name() == "INVALID_REPLICATION_FACTOR"
+
+
+def test_killing_leaders_loses_no_acknowledged_record(cluster):
+    create(cluster, "ledger", partitions=3)
+    writer = Writer(cluster.bootstrap, "ledger").start()
+    try:
+        wait_until(lambda: len(writer.acked) > 200, "the writer to get going")
+        for victim in (1, 2):
+            leader_of_0 = partitions_of(cluster, "ledger")[0][0]
+            target = leader_of_0 if leader_of_0 >= 0 else victim
+            before = len(writer.acked)
+            cluster.kill(target)
+            wait_until(
+                lambda t=target: all(
+                    leader not in (t, -1)
+                    for leader, _, _ in partitions_of(cluster, "ledger").values()
+                ),
+                f"new leaders after broker {target} died",
+            )
+            wait_until(lambda b=before: len(writer.acked) > b + 200, "writes to go on")
+            cluster.restart(target)
+            wait_until(
+                lambda: all(
+                    len(isr) == 3 for _, _, isr in partitions_of(cluster, "ledger").values()
+                ),
+                f"broker {target} back in every ISR",
+            )
+    finally:
+        writer.stop()
+    assert not writer.errors, writer.errors[:3]
+    verdict = check(writer, read_everything(cluster.bootstrap, "ledger", 3))
+    print(verdict)
+    assert verdict.acknowledged > 600
+    assert (verdict.lost, verdict.inconsistent_offsets, verdict.duplicates) == (0, 0, 0), verdict
+    assert verdict.order_violations == 0, verdict
+
+
+def test_the_controller_moves_when_its_broker_dies(cluster):
+    first = admin(cluster).list_topics(timeout=10).controller_id
+    cluster.kill(first)
+    survivor = next(b for n, b in cluster.brokers.items() if n != first)
+    other = AdminClient({"bootstrap.servers": survivor.bootstrap})
+    wait_until(
+        lambda: other.list_topics(timeout=10).controller_id not in (first, -1),
+        "another controller",
+    )
+    # The new controller does a controller's work: a topic created now gets leaders.
+    create(cluster, "after-controller", partitions=2, rf=2)
+
+
+def test_a_graceful_stop_hands_leadership_over_first(cluster):
+    create(cluster, "handover", partitions=1)
+    leader = partitions_of(cluster, "handover")[0][0]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    producer.produce("handover", b"before")
+    assert producer.flush(TIMEOUT) == 0
+    assert cluster.stop(leader) == 0
+    # Moved before the broker left (no session timeout to wait for).
+    new_leader, _, isr = partitions_of(cluster, "handover")[0]
+    assert new_leader not in (leader, -1) and leader not in isr
+    producer.produce("handover", b"after")
+    assert producer.flush(TIMEOUT) == 0
+    values = [v for _, _, v in read_everything(cluster.bootstrap, "handover", 1)[0]]
+    assert values == [b"before", b"after"]
+
+
+def test_committed_offsets_survive_the_death_of_their_coordinator(cluster):
+    create(cluster, "work", partitions=1)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "survivors",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.commit(offsets=[TopicPartition("work", 0, 42)], asynchronous=False)
+    consumer.close()
+    offsets_leaders = {
+        leader for leader, _, _ in partitions_of(cluster, "__consumer_offsets").values()
+    }
+    for victim in sorted(offsets_leaders)[:1]:
+        cluster.kill(victim)
+    fresh = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "survivors"})
+    try:
+        committed = wait_until(
+            lambda: _committed(fresh, "work"),
+            "the committed offset from the new coordinator",
+        )
+    finally:
+        fresh.close()
+    assert committed == 42
+
+
+def _committed(consumer, topic):
+    try:
+        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=5)
+    except KafkaException:
+        return None
+    return tp.offset if tp.offset >= 0 else None
