@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 # The broker `make pipeline` talks to: `make run`'s by default.
 BOOTSTRAP ?= localhost:9092
 
-.PHONY: install run test unit compat fuzz lint bench readme clean clients pipeline
+.PHONY: install run cluster test unit compat fuzz lint bench readme clean clients pipeline
 
 install: $(STAMP)
 
@@ -22,6 +22,11 @@ $(STAMP): pyproject.toml setup.py wire/records/_walk.c
 
 run: install
 	$(VENV)/bin/gregor serve
+
+# ZooKeeper and three brokers on loopback (9092-9094), data under ./data/cluster;
+# prints the bootstrap list and the brokers' pids. Ctrl-C stops it.
+cluster: install clients
+	$(PY) tools/cluster.py
 
 # Non-Python clients for tests: kcat (and java/mvn if missing) from Debian,
 # Apache Kafka's jars from Maven Central into .cache/maven/ (stamped: ~0.1 s when done),

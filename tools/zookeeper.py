@@ -152,16 +152,24 @@ class ZooKeeperNode:
         self.close()
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int)
     parser.add_argument("--dir", help="data directory (kept); default: a temporary one")
     args = parser.parse_args(argv)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     node = ZooKeeperNode(port=args.port, directory=args.dir).start()
     print(node.connect, flush=True)
     try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while True:
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
     finally:
         node.close()
     return 0
