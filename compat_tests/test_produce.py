@@ -438,3 +438,17 @@ def test_produce_many_partitions_confluent(bootstrap, topic):
         timeout=30,
     )
     assert total
+
+
+@pytest.mark.client("confluent-kafka")
+@pytest.mark.api("Produce", "acks", "min.insync.replicas")
+def test_min_insync_replicas_above_the_replication_factor_confluent(bootstrap, topic):
+    """A one-replica topic with min.insync.replicas=2 takes acks=all writes:
+    Kafka caps the setting at the replication factor (effectiveMinIsr)."""
+    t = topic(config={"min.insync.replicas": "2"})
+    delivered = ck_produce(
+        bootstrap, t, [{"value": b"all"}], {"acks": "all", "message.timeout.ms": 10000}
+    )
+    assert [m.offset() for m in delivered] == [0]
+    (m,) = ck_consume(bootstrap, t)
+    assert m.value() == b"all"
