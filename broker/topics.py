@@ -21,6 +21,7 @@ from broker.config import BrokerConfig, ConfigError
 from broker.controller.api import Controller, ControllerError
 from broker.metadata.image import INTERNAL_TOPICS, TopicImage
 from broker.metadata.publisher import MetadataCache
+from broker.replica_placement import PlacementError, assign_replicas
 from broker.topic_configs import EffectiveTopicConfigs
 from wire.error_codes import ErrorCode
 
@@ -196,8 +197,10 @@ class TopicManager:
             )
 
     def assign(self, num_partitions: int, replication_factor: int, start: int = 0):
-        """Round-robin replica placement over the live brokers."""
-        brokers = self.metadata.image.live_broker_ids()
+        """Kafka's replica placement over the live brokers (broker/replica_placement.py):
+        round robin from a random start, rack-aware when brokers have racks."""
+        image = self.metadata.image
+        brokers = image.live_broker_ids()
         if replication_factor > len(brokers):
             raise TopicError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -206,10 +209,15 @@ class TopicManager:
                 f"because only {len(brokers)} broker(s) are registered or some brokers have "
                 "all their log directories cordoned.",
             )
-        return {
-            p: [brokers[(p + r) % len(brokers)] for r in range(replication_factor)]
-            for p in range(start, start + num_partitions)
-        }
+        try:
+            return assign_replicas(
+                [(b, image.brokers[b].rack) for b in brokers],
+                num_partitions,
+                replication_factor,
+                start_partition=start,
+            )
+        except PlacementError as e:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, str(e)) from None
 
     async def create(
         self,
