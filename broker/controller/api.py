@@ -83,6 +83,12 @@ class Controller(Protocol):
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         """The next block of producer ids, never handed out before."""
 
+    async def elect_leaders(
+        self, tps: list[TopicPartition], election_type: int
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """ElectLeaders (0 preferred, 1 unclean): each existing partition's
+        (error code, message), the elections made (broker/controller/elections.py)."""
+
 
 class MetadataBackend(Controller, Protocol):
     """A Controller as one broker starts and stops with it: the embedded single

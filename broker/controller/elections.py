@@ -118,3 +118,59 @@ def _first_live(candidates, live) -> int:
         if r in live:
             return r
     return NO_LEADER
+
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+def requested_elections(
+    image: MetadataImage,
+    tps: list[TopicPartition],
+    election_type: int,
+    unclean_allowed: Callable[[str], bool] = lambda topic: True,
+) -> tuple[Changes, dict[TopicPartition, tuple[int, str | None]]]:
+    """ElectLeaders: the changes to make, and each partition's answer (error
+    code, message). PREFERRED moves leadership to the first replica when it is
+    live and in sync; UNCLEAN gives a leaderless partition a leader, from the
+    ISR if one is live, else any live replica."""
+    from wire.error_codes import ErrorCode
+
+    changes: Changes = {}
+    answers: dict[TopicPartition, tuple[int, str | None]] = {}
+    not_needed = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.")
+    for tp in tps:
+        reg = image.partition(*tp)
+        if reg is None:
+            continue
+        if election_type == PREFERRED:
+            preferred = reg.replicas[0]
+            if reg.leader == preferred:
+                answers[tp] = not_needed
+            elif preferred in reg.isr and image.is_live(preferred):
+                changes[tp] = reg.changed(leader=preferred)
+                answers[tp] = (ErrorCode.NONE, None)
+            else:
+                answers[tp] = (
+                    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                    f"Failed to elect leader for partition {tp[0]}-{tp[1]} under strategy "
+                    "PreferredReplicaPartitionLeaderElectionStrategy",
+                )
+        else:
+            if image.is_live(reg.leader):
+                answers[tp] = not_needed
+                continue
+            live_isr = [r for r in reg.isr if image.is_live(r)]
+            live = [r for r in reg.replicas if image.is_live(r)]
+            if live_isr:
+                changes[tp] = reg.changed(leader=live_isr[0])
+            elif live and unclean_allowed(tp[0]):
+                changes[tp] = reg.changed(leader=live[0], isr=(live[0],))
+            else:
+                answers[tp] = (
+                    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                    f"Failed to elect leader for partition {tp[0]}-{tp[1]} under strategy "
+                    "UncleanLeaderElectionStrategy",
+                )
+                continue
+            answers[tp] = (ErrorCode.NONE, None)
+    return changes, answers

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import trio
 
+from broker.controller import elections
 from broker.controller.api import ControllerError, ProducerIdBlock, TopicPartition
 from broker.metadata.image import (
     BrokerRegistration,
@@ -316,6 +317,16 @@ class LocalController:
             changed = current.changed(isr=tuple(isr))
             await self._commit(self._image.with_partitions(tp[0], {tp[1]: changed}))
             return changed
+
+    async def elect_leaders(self, tps, election_type: int):
+        async with self._lock:
+            changes, answers = elections.requested_elections(self._image, tps, election_type)
+            if changes:
+                image = self._image
+                for (topic, index), reg in changes.items():
+                    image = image.with_partitions(topic, {index: reg})
+                await self._commit(image)
+            return answers
 
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         async with self._lock:

@@ -651,6 +651,21 @@ class ZkMetadataBackend:
         await self._reload()
         return self.cache.image.partition(*tp) or changed
 
+    async def elect_leaders(self, tps, election_type: int):
+        await self._reload()
+        image = self.cache.image
+        changes, answers = elections.requested_elections(
+            image,
+            tps,
+            election_type,
+            self._unclean if election_type == elections.PREFERRED else (lambda t: True),
+        )
+        conflicts = await trio.to_thread.run_sync(self._write_states_sync, image, changes)
+        for tp in conflicts:
+            answers[tp] = (ErrorCode.NOT_CONTROLLER, "The partition changed meanwhile; try again.")
+        await self._reload()
+        return answers
+
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         def allocate() -> ProducerIdBlock:
             path = "/latest_producer_id_block"

@@ -47,7 +47,7 @@ def build_handlers(
         OffsetsHandler(metadata, replicas),
         TopicAdminHandler(metadata, topics, config),
         ConfigsHandler(node_id, config, metadata, controller, topic_configs),
-        ElectLeadersHandler(metadata),
+        ElectLeadersHandler(metadata, controller),
         ReassignmentsHandler(metadata),
         LogDirsHandler(logs, replicas),
         FindCoordinatorHandler(groups, metadata),

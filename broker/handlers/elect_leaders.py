@@ -1,15 +1,18 @@
 """ElectLeaders (key 43), versions 0-2: preferred (0) and unclean (1) elections.
 
-Gregor does not move leadership on request: on a single node the leader is the
-first replica, the preferred one, so
-every election on it is ELECTION_NOT_NEEDED, as Kafka 4.3.1 answers on a
-single node. Naming no partitions (null) elects everywhere: Kafka then lists
-every topic with no partition results, leaving out the partitions that needed
-no election. Unknown topics and partitions get Kafka's own messages.
+The controller makes the elections (broker/controller/elections.py):
+PREFERRED gives leadership back to the first replica when it is live and in
+sync; UNCLEAN gives a leaderless partition a leader (from the ISR, else any
+live replica). A partition already led as asked is ELECTION_NOT_NEEDED; on a
+single node every election is, as Kafka 4.3.1 answers there. Naming no
+partitions (null) elects everywhere and, as Kafka, leaves out of the answer
+the partitions that needed no election. Unknown topics and partitions get
+Kafka's own messages.
 """
 
 from __future__ import annotations
 
+from broker.controller.api import Controller
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
@@ -18,42 +21,42 @@ from wire.error_codes import ErrorCode
 
 
 class ElectLeadersHandler:
-    def __init__(self, metadata: MetadataCache):
+    def __init__(self, metadata: MetadataCache, controller: Controller):
         self.metadata = metadata
+        self.controller = controller
 
     @handles(ApiKey.ELECT_LEADERS, "0-2")
     async def elect_leaders(self, ctx: RequestContext, request):
-        return _elect(self.metadata.image, request)
-
-
-def _elect(cluster, request):
-    if request.topic_partitions is None:
-        results = [{"topic": name, "partition_result": []} for name in cluster.topics]
-    else:
-        results = [
-            {
-                "topic": t.topic,
-                "partition_result": [partition_result(cluster, t.topic, p) for p in t.partitions],
-            }
-            for t in request.topic_partitions
-        ]
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "replica_election_results": results,
-    }
-
-
-def partition_result(cluster, topic_name, index):
-    topic = cluster.topic(topic_name)
-    if topic is None:
-        error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic_name}"
-    elif index not in topic.partitions:
-        error, message = (
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            f"No such partition as {topic_name}-{index}",
+        image = self.metadata.image
+        election_type = request.election_type if ctx.api_version >= 1 else 0
+        every = request.topic_partitions is None
+        if every:
+            wanted = [(t.name, i) for t in image.topics.values() for i in sorted(t.partitions)]
+        else:
+            wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+        answers = await self.controller.elect_leaders(
+            [tp for tp in wanted if image.partition(*tp) is not None], election_type
         )
-    else:
-        error = ErrorCode.ELECTION_NOT_NEEDED
-        message = "Leader election not needed for topic partition."
-    return {"partition_id": index, "error_code": error, "error_message": message}
+        results: dict[str, list] = {}
+        if every:
+            results = {name: [] for name in image.topics}
+        for topic, index in wanted:
+            error, message = answers.get((topic, index)) or _unknown(image, topic, index)
+            if every and error == ErrorCode.ELECTION_NOT_NEEDED:
+                continue
+            results.setdefault(topic, []).append(
+                {"partition_id": index, "error_code": error, "error_message": message}
+            )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.NONE,
+            "replica_election_results": [
+                {"topic": topic, "partition_result": parts} for topic, parts in results.items()
+            ],
+        }
+
+
+def _unknown(image, topic_name: str, index: int) -> tuple[ErrorCode, str]:
+    if image.topic(topic_name) is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic_name}"
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic_name}-{index}"

@@ -140,6 +140,12 @@ class MemberBackend:
             await self.shared.change_partitions({tp: changed})
             return changed
 
+    async def elect_leaders(self, tps, election_type):
+        async with self.shared._lock:
+            changes, answers = elections.requested_elections(self.shared.image, tps, election_type)
+            await self.shared.change_partitions(changes)
+            return answers
+
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         async with self.shared._lock:
             block = ProducerIdBlock(broker_id, self.shared._next_producer_id, 1000)

@@ -181,3 +181,37 @@ def _committed(consumer, topic):
     except KafkaException:
         return None
     return tp.offset if tp.offset >= 0 else None
+
+
+def test_preferred_leaders_take_leadership_back_on_request(cluster):
+    from confluent_kafka import ElectionType
+
+    create(cluster, "preferred", partitions=3)
+    preferred = {
+        p: replicas[0] for p, (_, replicas, _) in partitions_of(cluster, "preferred").items()
+    }
+    victim = preferred[0]
+    cluster.kill(victim)
+    wait_until(
+        lambda: partitions_of(cluster, "preferred")[0][0] not in (victim, -1),
+        "a new leader for partition 0",
+    )
+    cluster.restart(victim)
+    wait_until(
+        lambda: all(len(isr) == 3 for _, _, isr in partitions_of(cluster, "preferred").values()),
+        f"broker {victim} back in every ISR",
+    )
+    # Back in sync, but not leading: leadership does not move by itself here.
+    assert partitions_of(cluster, "preferred")[0][0] != victim
+    client = admin(cluster)
+    tps = [TopicPartition("preferred", p) for p in range(3)]
+    result = client.elect_leaders(ElectionType.PREFERRED, tps).result(TIMEOUT)
+    errors = {tp.partition: err for tp, err in result.items()}
+    assert errors[0] is None  # elected
+    wait_until(
+        lambda: (
+            {p: leader for p, (leader, _, _) in partitions_of(cluster, "preferred").items()}
+            == preferred
+        ),
+        "every partition led by its preferred replica",
+    )
