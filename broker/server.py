@@ -69,6 +69,9 @@ def default_backend(cache: MetadataCache, config: BrokerConfig) -> MetadataBacke
         session_timeout_ms=config["zookeeper.session.timeout.ms"],
         connection_timeout_ms=config.zookeeper_connection_timeout_ms,
         unclean_leader_election=config["unclean.leader.election.enable"],
+        auto_leader_rebalance=config["auto.leader.rebalance.enable"],
+        leader_imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
+        leader_imbalance_percentage=config["leader.imbalance.per.broker.percentage"],
     )
 
 

@@ -97,6 +97,9 @@ _KEYS: list[ConfigKey] = [
     define_key("default.replication.factor", I, 1, "Default replication factor of a new topic (Gregor: at least 1).", at_least(1)),
     define_key("min.insync.replicas", I, 1, "Minimum ISR size for acks=all writes to succeed (else NOT_ENOUGH_REPLICAS).", at_least(1), CLUSTER_WIDE),
     define_key("unclean.leader.election.enable", B, False, "Allow a replica outside the ISR to become leader, at the risk of data loss.", None, CLUSTER_WIDE),
+    define_key("auto.leader.rebalance.enable", B, True, "The controller moves leadership back to preferred replicas when brokers' leaderships are imbalanced."),
+    define_key("leader.imbalance.check.interval.seconds", L, 300, "How often the controller checks leader imbalance.", at_least(1)),
+    define_key("leader.imbalance.per.broker.percentage", I, 10, "Share of a broker's preferred partitions led elsewhere that triggers a rebalance.", between(0, 100)),
     define_key("compression.type", S, "producer", "Final compression of a topic's batches; 'producer' keeps the producer's codec.", one_of(*COMPRESSION_TYPES), CLUSTER_WIDE),
     define_key("compression.gzip.level", I, -1, "Level for compression.type=gzip.", gzip_level, CLUSTER_WIDE),
     define_key("compression.lz4.level", I, 9, "Level for compression.type=lz4.", between(1, 17), CLUSTER_WIDE),
@@ -221,7 +224,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     allow.everyone.if.no.acl.found alter.config.policy.class.name
     alter.log.dirs.replication.quota.window.num
     alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
-    auto.include.jmx.reporter auto.leader.rebalance.enable background.threads
+    auto.include.jmx.reporter background.threads
     broker.heartbeat.interval.ms broker.id.generation.enable broker.session.timeout.ms
     client.quota.callback.class config.providers connection.failed.authentication.delay.ms
     connections.max.reauth.ms control.plane.listener.name controlled.shutdown.enable
@@ -270,8 +273,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     initial.broker.registration.timeout.ms inter.broker.protocol.version
     internal.metadata.delete.delay.millis internal.metadata.log.segment.bytes
     internal.metadata.max.batch.size.in.bytes kafka.metrics.polling.interval.secs
-    kafka.metrics.reporters leader.imbalance.check.interval.seconds
-    leader.imbalance.per.broker.percentage leader.replication.throttled.rate
+    kafka.metrics.reporters leader.replication.throttled.rate
     leader.replication.throttled.replicas log.cleaner.dedupe.buffer.size
     log.cleaner.io.buffer.load.factor log.cleaner.io.buffer.size
     log.cleaner.io.max.bytes.per.second log.dir.failure.timeout.ms log.initial.task.delay.ms

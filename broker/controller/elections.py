@@ -174,3 +174,22 @@ def requested_elections(
                 continue
             answers[tp] = (ErrorCode.NONE, None)
     return changes, answers
+
+
+def imbalanced_preferred_leaders(image: MetadataImage, max_imbalance_percentage: int) -> Changes:
+    """auto.leader.rebalance.enable: for each broker whose preferred partitions
+    (it is their first replica) are led elsewhere more than the allowed share
+    of the time (leader.imbalance.per.broker.percentage), the preferred
+    elections that can be made (Kafka's checkAndTriggerAutoLeaderRebalance)."""
+    preferred_of: dict[int, list[TopicPartition]] = {}
+    for tp, reg in _partitions(image):
+        if reg.replicas:
+            preferred_of.setdefault(reg.replicas[0], []).append(tp)
+    chosen: set[TopicPartition] = set()
+    for broker, tps in preferred_of.items():
+        if not image.is_live(broker):
+            continue
+        elsewhere = [tp for tp in tps if image.partition(*tp).leader != broker]
+        if len(elsewhere) * 100 > max_imbalance_percentage * len(tps):
+            chosen.update(elsewhere)
+    return preferred_leaders(image, only=chosen) if chosen else {}

@@ -123,10 +123,16 @@ class ZkMetadataBackend:
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int = 18000,
         unclean_leader_election: bool = False,
+        auto_leader_rebalance: bool = True,
+        leader_imbalance_check_interval_s: int = 300,
+        leader_imbalance_percentage: int = 10,
     ):
         self.cache = cache
         self.node_id = node_id
         self.unclean_leader_election = unclean_leader_election
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
+        self.leader_imbalance_percentage = leader_imbalance_percentage
         self._connection_timeout = connection_timeout_ms / 1000
         self.connect_string = connect
         self.zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
@@ -156,6 +162,8 @@ class ZkMetadataBackend:
         await self._reload()
         nursery.start_soon(self._follow)
         nursery.start_soon(self._campaign)
+        if self.auto_leader_rebalance:
+            nursery.start_soon(self._rebalance_leaders)
 
     def _connect(self) -> None:
         try:
@@ -420,6 +428,22 @@ class ZkMetadataBackend:
             working = _apply(working, found)
         if changes:
             await self._write_states(image, changes)
+
+    async def _rebalance_leaders(self) -> None:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds
+        the controller gives leadership back to preferred replicas where a
+        broker leads too few of its own partitions."""
+        while True:
+            await trio.sleep(self.leader_imbalance_check_interval_s)
+            if not self._is_controller or self._shutting_down:
+                continue
+            image = self.cache.image
+            changes = elections.imbalanced_preferred_leaders(
+                image, self.leader_imbalance_percentage
+            )
+            if changes:
+                log.info("rebalancing leadership to preferred replicas: %s", sorted(changes))
+                await self._write_states(image, changes)
 
     def _unclean(self, topic: str) -> bool:
         configs = self.cache.image.topics.get(topic)

@@ -183,6 +183,7 @@ def _committed(consumer, topic):
     return tp.offset if tp.offset >= 0 else None
 
 
+@pytest.mark.cluster_settings(**{"auto.leader.rebalance.enable": "false"})
 def test_preferred_leaders_take_leadership_back_on_request(cluster):
     from confluent_kafka import ElectionType
 
@@ -214,4 +215,26 @@ def test_preferred_leaders_take_leadership_back_on_request(cluster):
             == preferred
         ),
         "every partition led by its preferred replica",
+    )
+
+
+@pytest.mark.cluster_settings(**{"leader.imbalance.check.interval.seconds": 1})
+def test_the_controller_rebalances_leadership_back_by_itself(cluster):
+    create(cluster, "rebalanced", partitions=3)
+    preferred = {
+        p: replicas[0] for p, (_, replicas, _) in partitions_of(cluster, "rebalanced").items()
+    }
+    victim = preferred[0]
+    cluster.kill(victim)
+    wait_until(
+        lambda: partitions_of(cluster, "rebalanced")[0][0] not in (victim, -1),
+        "a new leader for partition 0",
+    )
+    cluster.restart(victim)
+    wait_until(
+        lambda: (
+            {p: leader for p, (leader, _, _) in partitions_of(cluster, "rebalanced").items()}
+            == preferred
+        ),
+        "auto.leader.rebalance.enable to give leadership back",
     )
