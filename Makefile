@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 # The broker `make pipeline` talks to: `make run`'s by default.
 BOOTSTRAP ?= localhost:9092
 
-.PHONY: install run cluster test unit compat fuzz lint bench readme clean clients pipeline
+.PHONY: install run cluster chaos test unit compat fuzz lint bench readme clean clients pipeline
 
 install: $(STAMP)
 
@@ -56,6 +56,12 @@ test: install clients
 # compat_tests/REPORT.md; fails when Gregor differs from Kafka.
 compat: install clients
 	$(PY) compat_tests/run.py
+
+# The cluster chaos run at length (make test runs CHAOS_ROUNDS=4): kills, pauses,
+# a ZooKeeper restart, then the Jepsen-style checks; prints the verdict.
+CHAOS_ROUNDS ?= 20
+chaos: install clients
+	CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(PY) -m pytest tests/cluster/test_chaos.py -q -s -p no:cacheprovider
 
 unit: install
 	$(PY) -m pytest tests/wire -q
