@@ -398,6 +398,28 @@ class Partition:
         """A follower's read: everything up to the log end."""
         return self.log.read(offset, max_bytes, self.log.log_end_offset, min_one)
 
+    def preferred_read_replica(
+        self, client_rack: str, fetch_offset: int, rack_of: Callable[[int], str | None]
+    ) -> int | None:
+        """KIP-392's RackAwareReplicaSelector, on the leader: the in-sync replica
+        in the consumer's rack that has `fetch_offset` (the leader itself when
+        it is in that rack; else the one furthest ahead), or None to read from
+        the leader."""
+        if not client_rack or rack_of(self.node_id) == client_rack:
+            return None
+        candidates = [
+            state
+            for r, state in self.followers.items()
+            if r in self.isr
+            and rack_of(r) == client_rack
+            and state.log_end_offset >= fetch_offset
+            and 0 <= state.log_start_offset <= fetch_offset
+        ]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda s: (s.log_end_offset, s.last_caught_up_ms))
+        return best.replica_id
+
     def delete_records_before(self, offset: int) -> int:
         """Blocking (segment files may be deleted): DeleteRecords up to `offset`."""
         low = self.log.delete_records_before(offset, self.high_watermark)

@@ -75,13 +75,24 @@ class ReplicaManager:
         """(partition, error code) for a request addressed to the leader of
         `topic` partition `index`, with Kafka's errors: unknown topic or
         partition, not the leader, an offline log, fenced or unknown epoch."""
+        return self.readable_partition(topic, index, current_leader_epoch, allow_follower=False)
+
+    def readable_partition(
+        self,
+        topic: TopicImage | None,
+        index: int,
+        current_leader_epoch: int = -1,
+        allow_follower: bool = False,
+    ) -> tuple[Partition | None, ErrorCode]:
+        """As leader_partition; with allow_follower a follower replica answers
+        too (a consumer fetching from the closest replica, KIP-392)."""
         if topic is None or index not in topic.partitions:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         tp = (topic.name, index)
         if tp in self.offline:
             return None, ErrorCode.KAFKA_STORAGE_ERROR
         partition = self.partitions.get(tp)
-        if partition is None or not partition.is_leader:
+        if partition is None or not (partition.is_leader or allow_follower):
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         if partition.offline:
             # Its log dir failed (a full disk, an I/O error): Kafka's answer for

@@ -72,6 +72,7 @@ _KEYS: list[ConfigKey] = [
     define_key("node.id", I, 1, "The id of this broker (Gregor's default: 1; Kafka requires it).", at_least(0)),
     define_key("broker.id", I, -1, "The broker id; a synonym of node.id (if both are set they must agree)."),
     define_key("broker.rack", S, None, "Rack of the broker, for rack-aware replica placement."),
+    define_key("replica.selector.class", S, None, "How a consumer's read replica is chosen: unset, the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector, an in-sync replica in the consumer's client.rack (KIP-392).", one_of("org.apache.kafka.common.replica.RackAwareReplicaSelector", "org.apache.kafka.common.replica.LeaderSelector")),
     define_key("process.roles", LS, [], "Accepted and recorded: 'broker', 'controller' or both. Gregor is always both.", one_of("broker", "controller")),
     define_key("controller.quorum.voters", LS, [], "Accepted and recorded (KRaft voters, {id}@{host}:{port}); Gregor coordinates through ZooKeeper."),
     define_key("controller.listener.names", LS, None, "Names of controller listeners: recorded, and not served as Kafka client listeners."),
@@ -310,7 +311,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     remote.log.reader.threads remote.log.storage.manager.class.name
     remote.log.storage.manager.class.path remote.log.storage.manager.impl.prefix
     remote.log.storage.system.enable replica.alter.log.dirs.io.max.bytes.per.second
-    replica.selector.class replica.socket.receive.buffer.bytes replication.quota.window.num
+    replica.socket.receive.buffer.bytes replication.quota.window.num
     replication.quota.window.size.seconds reserved.broker.max.id
     sasl.client.callback.handler.class sasl.enabled.mechanisms sasl.jaas.config
     sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin

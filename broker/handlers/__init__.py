@@ -43,7 +43,7 @@ def build_handlers(
         DescribeClusterHandler(metadata),
         DescribeTopicPartitionsHandler(metadata, replicas),
         ProduceHandler(metadata, replicas, topic_configs),
-        FetchHandler(metadata, replicas),
+        FetchHandler(metadata, replicas, config["replica.selector.class"]),
         OffsetsHandler(metadata, replicas),
         TopicAdminHandler(metadata, topics, config),
         ConfigsHandler(node_id, config, metadata, controller, topic_configs),

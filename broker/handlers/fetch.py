@@ -59,7 +59,7 @@ def error_response(request, code, message=None):
 class _Target:
     """One partition of the request, resolved."""
 
-    __slots__ = ("topic_key", "request", "partition", "error", "diverging")
+    __slots__ = ("topic_key", "request", "partition", "error", "diverging", "read_replica")
 
     def __init__(self, topic_key, request, partition, error):
         self.topic_key = topic_key
@@ -68,6 +68,8 @@ class _Target:
         self.error = error
         # A follower's (epoch, end offset) to truncate to, instead of records.
         self.diverging: tuple[int, int] | None = None
+        # KIP-392: the replica the consumer should read from instead (no records here).
+        self.read_replica: int | None = None
 
 
 def _replica_id(ctx, request) -> int:
@@ -92,6 +94,11 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
             epoch, end_offset = target.diverging
             result = _partition_error(p.partition, ErrorCode.NONE, partition)
             result["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            results.append(result)
+            continue
+        if target.read_replica is not None:
+            result = _partition_error(p.partition, ErrorCode.NONE, partition)
+            result["preferred_read_replica"] = target.read_replica
             results.append(result)
             continue
         try:
@@ -123,10 +130,16 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
     return results, total
 
 
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+
 class FetchHandler:
-    def __init__(self, metadata: MetadataCache, replicas: ReplicaManager):
+    def __init__(
+        self, metadata: MetadataCache, replicas: ReplicaManager, replica_selector: str | None
+    ):
         self.metadata = metadata
         self.replicas = replicas
+        self.rack_aware = replica_selector == RACK_AWARE_SELECTOR
 
     @handles(ApiKey.FETCH, "4-17", error_response)
     async def fetch(self, ctx: RequestContext, request):
@@ -134,9 +147,14 @@ class FetchHandler:
         replica_id = _replica_id(ctx, request)
         if replica_id >= 0:
             self._record_follower_positions(targets, replica_id)
+        elif self.rack_aware and ctx.api_version >= 11 and request.rack_id:
+            self._choose_read_replicas(targets, request.rack_id)
         read_committed = request.isolation_level == READ_COMMITTED and replica_id < 0
         results, total = _read_all(targets, request, read_committed, replica_id)
-        has_error = any(t.error != ErrorCode.NONE or t.diverging is not None for t in targets)
+        has_error = any(
+            t.error != ErrorCode.NONE or t.diverging is not None or t.read_replica is not None
+            for t in targets
+        )
         if request.max_wait_ms > 0 and total < request.min_bytes and not has_error:
             waitable = [t.partition for t in targets if t.partition is not None]
             if waitable:
@@ -150,6 +168,8 @@ class FetchHandler:
     def _resolve(self, ctx, request) -> list[_Target]:
         image = self.metadata.image
         by_id = ctx.api_version >= 13
+        # Consumers with client metadata (v11+) may read from a follower (KIP-392).
+        from_follower = _replica_id(ctx, request) < 0 and ctx.api_version >= 11
         targets = []
         for t in request.topics:
             if by_id:
@@ -164,11 +184,24 @@ class FetchHandler:
                 if topic is None:
                     partition, error = None, missing
                 else:
-                    partition, error = self.replicas.leader_partition(
-                        topic, p.partition, p.current_leader_epoch
+                    partition, error = self.replicas.readable_partition(
+                        topic, p.partition, p.current_leader_epoch, allow_follower=from_follower
                     )
                 targets.append(_Target(key, p, partition, error))
         return targets
+
+    def _choose_read_replicas(self, targets, client_rack: str) -> None:
+        image = self.metadata.image
+
+        def rack_of(node_id: int) -> str | None:
+            registration = image.brokers.get(node_id)
+            return None if registration is None else registration.rack
+
+        for target in targets:
+            if target.error == ErrorCode.NONE and target.partition.is_leader:
+                target.read_replica = target.partition.preferred_read_replica(
+                    client_rack, target.request.fetch_offset, rack_of
+                )
 
     def _record_follower_positions(self, targets, replica_id: int) -> None:
         for target in targets:

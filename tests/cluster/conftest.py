@@ -32,7 +32,11 @@ BROKER_SETTINGS = {
 
 
 class GregorCluster:
-    def __init__(self, root: Path, zookeeper: ZooKeeperNode, n: int = 3, **overrides):
+    """`racks=True` puts broker N in rack "rack-N"."""
+
+    def __init__(
+        self, root: Path, zookeeper: ZooKeeperNode, n: int = 3, racks: bool = False, **overrides
+    ):
         self.zookeeper = zookeeper
         self.brokers = {
             node_id: GregorProcess(
@@ -40,6 +44,7 @@ class GregorCluster:
                 {
                     "zookeeper.connect": f"{zookeeper.connect}/gregor",
                     **BROKER_SETTINGS,
+                    **({"broker.rack": f"rack-{node_id}"} if racks else {}),
                     **overrides,
                 },
                 node_id=node_id,
@@ -96,7 +101,8 @@ def cluster(tmp_path, zookeeper, request):
     marker = request.node.get_closest_marker("cluster_settings")
     overrides = dict(marker.kwargs) if marker else {}
     zk = _Chrooted(zookeeper, f"t{time.monotonic_ns()}")
-    c = GregorCluster(tmp_path, zk, **overrides).start()
+    racks = overrides.pop("racks", False)
+    c = GregorCluster(tmp_path, zk, racks=racks, **overrides).start()
     yield c
     c.close()
 
