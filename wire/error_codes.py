@@ -17,6 +17,7 @@ Two things here differ from what older clients say, on purpose:
 """
 
 from enum import IntEnum, unique
+from typing import overload
 
 __all__ = ["ErrorCode", "error_name"]
 
@@ -28,7 +29,14 @@ class ErrorCode(IntEnum):
     _retriable: bool
     _message: str | None
 
-    def __new__(cls, code: int, retriable: bool, message: str | None) -> "ErrorCode":
+    # Calling the class looks a member up by its code (EnumMeta.__call__); the
+    # three-argument form only builds the members below. Both are declared so
+    # the type checker accepts `ErrorCode(code)`.
+    @overload
+    def __new__(cls, code: int) -> "ErrorCode": ...
+    @overload
+    def __new__(cls, code: int, retriable: bool, message: str | None) -> "ErrorCode": ...
+    def __new__(cls, code: int, retriable: bool = False, message: str | None = None) -> "ErrorCode":
         member = int.__new__(cls, code)
         member._value_ = code
         member._retriable = retriable

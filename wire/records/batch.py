@@ -150,6 +150,12 @@ def batch_size_at(buf, pos: int = 0) -> int | None:
     when fewer than 12 bytes remain. Used to split concatenated batches."""
     if len(buf) - pos < LOG_OVERHEAD:
         return None
+    return _declared_batch_size(buf, pos)
+
+
+def _declared_batch_size(buf, pos: int) -> int:
+    """Total size of the batch at `pos` as its length field says; the caller
+    knows the 12 bytes are there."""
     return LOG_OVERHEAD + _INT32.unpack_from(buf, pos + BATCH_LENGTH_POS)[0]
 
 
@@ -183,7 +189,7 @@ def _whole_batch_size(buf, pos: int) -> int:
         raise DecodeError(
             f"record batch header needs {BATCH_HEADER_SIZE} bytes, {max(0, remaining)} remain"
         )
-    size = LOG_OVERHEAD + _INT32.unpack_from(buf, pos + BATCH_LENGTH_POS)[0]
+    size = _declared_batch_size(buf, pos)
     if size < BATCH_HEADER_SIZE:
         raise DecodeError(f"record batch length {size - LOG_OVERHEAD} is too small for a header")
     if size > remaining:
@@ -263,7 +269,9 @@ def iter_batches(buf, *, check_crc: bool = True, partial_tail: bool = False):
     pos = 0
     while pos < end:
         remaining = end - pos
-        if partial_tail and (remaining < BATCH_HEADER_SIZE or batch_size_at(buf, pos) > remaining):
+        if partial_tail and (
+            remaining < BATCH_HEADER_SIZE or _declared_batch_size(buf, pos) > remaining
+        ):
             _check_partial_batch(buf, pos)
             return
         if check_crc:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
 
 import cramjam
 
@@ -126,6 +127,7 @@ def _snappy_xerial_compress(view: memoryview) -> bytes:
 
 
 def _lz4_frame_compress(view: memoryview, level: int | None) -> bytes:
+    kwargs: dict[str, Any]
     if level is None:
         kwargs = {}
     elif 1 <= level <= 12:
@@ -241,7 +243,7 @@ def _gzip_decompress_zlib(view: memoryview, max_size: int) -> bytes:
     """Member by member with zlib, never asking for more than the limit."""
     parts = []
     total = 0
-    rest = view
+    rest: memoryview | bytes = view
     while True:
         d = zlib.decompressobj(31)
         try:

@@ -206,7 +206,7 @@ def iter_records(
 class WalkedRecords(NamedTuple):
     """What `check_records` learned of a produced batch's records."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count on purpose: nothing counts items of it
     # Kafka's maxBatchTimestamp: the largest record timestamp (base + delta),
     # or NO_TIMESTAMP when no record has one above -1. Meaningless for a
     # LogAppendTime batch, whose records take the batch's max timestamp.
@@ -483,7 +483,7 @@ def _encode_record(
 
 class _Encoded(NamedTuple):
     section: bytes
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count on purpose: nothing counts items of it
     base_timestamp: int
     max_timestamp: int
     last_offset_delta: int | None
@@ -507,11 +507,9 @@ def _encode(records: Iterable[Record | RecordInput], base_timestamp: int | None)
             timestamp = base + timestamp_delta
             attributes = r.attributes
         elif isinstance(r, RecordInput):
-            timestamp = r.timestamp
             if base is None:
-                base = NO_TIMESTAMP if timestamp is None else timestamp
-            if timestamp is None:
-                timestamp = base
+                base = NO_TIMESTAMP if r.timestamp is None else r.timestamp
+            timestamp = base if r.timestamp is None else r.timestamp
             offset_delta = previous + 1
             timestamp_delta = timestamp - base
             attributes = 0
