@@ -54,7 +54,8 @@ class TimestampOffset(NamedTuple):
 
 
 class IndexStore(Protocol):
-    path: str | None
+    @property
+    def path(self) -> str | None: ...
 
     @property
     def capacity(self) -> int: ...

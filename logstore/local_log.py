@@ -406,7 +406,7 @@ class LocalLog:
                 self.check_usable()
                 leo = self.log_end_offset
                 target = leo if offset is None else min(offset, leo)
-                paths = []
+                paths: list[str] = []
                 for i, seg in enumerate(self._segments):
                     upper = self._bases[i + 1] if i + 1 < len(self._segments) else leo
                     if upper > self._recovery_point and seg.base_offset < target:
@@ -452,7 +452,7 @@ class LocalLog:
             leo = self.log_end_offset
             rp = self._recovery_point
             try:
-                paths = []
+                paths: list[str] = []
                 for i, seg in enumerate(self._segments):
                     upper = self._bases[i + 1] if i + 1 < len(self._segments) else leo
                     if upper > rp or i == len(self._segments) - 1:

@@ -337,12 +337,12 @@ class ProducerStateManager:
                 log.warning("deleting corrupt producer snapshot: %s", e)
                 unlink_quietly(path)
                 continue
-            for e in entries:
+            for entry in entries:
                 if (
-                    e.current_txn_first_offset >= 0
-                    or now_ms - e.last_timestamp < self.producer_id_expiration_ms
+                    entry.current_txn_first_offset >= 0
+                    or now_ms - entry.last_timestamp < self.producer_id_expiration_ms
                 ):
-                    self.producers[e.producer_id] = e
+                    self.producers[entry.producer_id] = entry
             self.map_end_offset = snap
             self.last_snapshot_offset = snap
             return snap

@@ -77,6 +77,7 @@ class ReadResult:
         """The batches as bytes (a copy; sendfile avoids it)."""
         if self.size == 0:
             return b""
+        assert self.file is not None  # only an empty read has no file
         data = self.file.pread(self.size, self.position)
         if len(data) != self.size:
             raise OSError(f"{self.file.path} ends before {self.position + self.size}")
