@@ -9,6 +9,7 @@ the numbering.
 """
 
 from enum import IntEnum, unique
+from typing import overload
 
 __all__ = ["ApiKey"]
 
@@ -19,7 +20,14 @@ class ApiKey(IntEnum):
 
     _display_name: str
 
-    def __new__(cls, key: int, display_name: str) -> "ApiKey":
+    # Calling the class looks a member up by its key (EnumMeta.__call__); the
+    # two-argument form only builds the members below. Both are declared so
+    # the type checker accepts `ApiKey(key)`.
+    @overload
+    def __new__(cls, key: int) -> "ApiKey": ...
+    @overload
+    def __new__(cls, key: int, display_name: str) -> "ApiKey": ...
+    def __new__(cls, key: int, display_name: str = "") -> "ApiKey":
         member = int.__new__(cls, key)
         member._value_ = key
         member._display_name = display_name
