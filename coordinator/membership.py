@@ -349,6 +349,7 @@ class Membership:
     ) -> list[Action]:
         """A static member restarted (new member id, same instance id)."""
         instance_id = join.instance_id
+        assert instance_id is not None  # only a static member's join comes here
         current_leader = group.leader_id
         member, fenced_join, fenced_sync = group.replace_static_member(instance_id, old_id, new_id)
         actions: list[Action] = []
@@ -885,7 +886,9 @@ class Membership:
             self._schedule_join_end(group.group_id, now_ms + group.rebalance_timeout_ms)
             return actions
         group.init_next_generation(now_ms)
-        if group.state is S.EMPTY:
+        # init_next_generation moved group.state on; mypy keeps the narrowing
+        # to PREPARING_REBALANCE from the check above.
+        if group.state is S.EMPTY:  # type: ignore[comparison-overlap]
             log.info("group %s with generation %d is now empty", group.group_id, group.generation)
             actions.append(
                 self._runtime.persist(group.partition, [self._group_metadata_record(group, {})])

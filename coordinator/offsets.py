@@ -13,7 +13,7 @@ groups left without any.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from coordinator import responses as R
@@ -298,12 +298,14 @@ class Offsets:
         for topic in topics:
             parts = []
             for part in topic.partition_indexes:
-                oam = offsets.get((topic.name, part))
-                if oam is None:
+                committed = offsets.get((topic.name, part))
+                if committed is None:
                     parts.append(R.fetched_partition(part))
                 else:
                     parts.append(
-                        R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
+                        R.fetched_partition(
+                            part, committed.offset, committed.leader_epoch, committed.metadata
+                        )
                     )
             out.append({"name": topic.name, "partitions": parts})
         return R.fetched_group(group_id, out)
@@ -504,7 +506,7 @@ class Offsets:
         return removed
 
     def mark_tombstones(
-        self, persist: Persist, removed: list[_Removed], groups: list[GroupSnapshot] = ()
+        self, persist: Persist, removed: list[_Removed], groups: Sequence[GroupSnapshot] = ()
     ) -> None:
         """Tombstones are applied when emitted; if their write fails, what they
         removed comes back (Kafka reverts to the log on a failed append)."""

@@ -26,6 +26,7 @@ from wire.buffers import Reader
 from wire.codec import message_codec
 from wire.errors import DecodeError
 from wire.schema import F, message
+from wire.values import Struct
 
 __all__ = [
     "GROUP_METADATA_KEY",
@@ -231,7 +232,7 @@ def encode_group_tombstone(group: str) -> tuple[bytes, None]:
 # --- decoding --------------------------------------------------------------------
 
 
-def _decode(msg, data) -> tuple[int, object]:
+def _decode(msg, data) -> tuple[int, Struct]:
     r = Reader(data)
     if r.remaining < 2:
         raise RecordDecodeError(f"{msg.name}: {r.remaining} bytes, no version")

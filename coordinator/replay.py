@@ -48,7 +48,7 @@ def _replay_offset(
 ) -> None:
     gid = rec.group
     key = (rec.topic, rec.partition)
-    if rec.is_tombstone:
+    if rec.offset is None:  # a tombstone
         offsets.remove_committed(gid, key)
         return
     if membership.group(gid) is None:

@@ -103,7 +103,7 @@ def leave_member(member_id: str, group_instance_id: str | None, error: int = NON
     }
 
 
-def offset_commit(topics: Iterable[tuple[str, list[tuple[int, int]]]]) -> dict:
+def offset_commit(topics: Iterable[tuple[str, Iterable[tuple[int, int]]]]) -> dict:
     """topics: (name, [(partition, error), ...])."""
     return {
         "throttle_time_ms": 0,
@@ -196,7 +196,7 @@ def delete_groups(results: list[tuple[str, int]]) -> dict:
 
 
 def offset_delete(
-    error: int = NONE, topics: Iterable[tuple[str, list[tuple[int, int]]]] = ()
+    error: int = NONE, topics: Iterable[tuple[str, Iterable[tuple[int, int]]]] = ()
 ) -> dict:
     return {
         "error_code": int(error),

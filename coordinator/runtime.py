@@ -31,7 +31,7 @@ Everything returns actions (`coordinator.actions`); time is passed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -150,7 +150,7 @@ class CoordinatorRuntime:
 
     # --- writes -----------------------------------------------------------------
 
-    def persist(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> Persist:
+    def persist(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> Persist:
         """A write of `records` to `partition`, as one batch; the caller emits it."""
         write_id = self._next_write_id
         self._next_write_id += 1
