@@ -92,7 +92,7 @@ class TopicManager:
         num_partitions: int,
         replication_factor: int,
         assignments: dict[int, list[int]] | list[tuple[int, list[int]]] | None,
-        configs: dict[str, str | None],
+        configs: Mapping[str, str | None],
     ) -> dict[int, list[int]]:
         """Validate a creation; the replica assignment it would use.
 
@@ -116,7 +116,7 @@ class TopicManager:
                 ErrorCode.INVALID_CONFIG,
                 "Null value not supported for topic configs: " + ",".join(nulls),
             )
-        self.validate_topic_configs(configs)
+        self.validate_topic_configs({k: v for k, v in configs.items() if v is not None})
         config = self.config
         pairs = list(assignments.items() if isinstance(assignments, dict) else assignments or ())
         if pairs:
@@ -225,14 +225,15 @@ class TopicManager:
         num_partitions: int = -1,
         replication_factor: int = -1,
         assignments: dict[int, list[int]] | list[tuple[int, list[int]]] | None = None,
-        configs: dict[str, str | None] | None = None,
+        configs: Mapping[str, str | None] | None = None,
     ) -> TopicImage:
-        configs = dict(configs or {})
+        given = dict(configs or {})
         assignments = self.check_create(
-            name, num_partitions, replication_factor, assignments, configs
+            name, num_partitions, replication_factor, assignments, given
         )
+        present = {k: v for k, v in given.items() if v is not None}  # check_create refused nulls
         try:
-            return await self.controller.create_topic(name, assignments, configs)
+            return await self.controller.create_topic(name, assignments, present)
         except ControllerError as e:
             raise TopicError(e.code, e.message) from None
 

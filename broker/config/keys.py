@@ -163,6 +163,7 @@ class ConfigKey:
                 self.name,
                 raw,
             )
+        shown: str | None
         if isinstance(problem, tuple):
             shown, problem = problem
         else:
@@ -256,6 +257,7 @@ def java_double_string(v: float) -> str:
         s = repr(v)
         return s if "." in s or "e" in s else s + ".0"
     sign, digits, exp = Decimal(repr(v)).normalize().as_tuple()
+    assert isinstance(exp, int)  # only NaN and the infinities (returned above) have a letter
     mantissa = "".join(map(str, digits))
     exponent = exp + len(digits) - 1
     frac = mantissa[1:] or "0"

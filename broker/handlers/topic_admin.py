@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from broker.config import BrokerConfig, ConfigSource
 from broker.config.topic import TOPIC_CONFIG_KEYS, TOPIC_CONFIG_SYNONYMS, TopicConfig
@@ -70,6 +71,7 @@ def creation_configs(broker_config, overrides: dict[str, str]) -> list[dict]:
     entries = []
     for name in sorted(TOPIC_CONFIG_KEYS):
         spec = TOPIC_CONFIG_KEYS[name]
+        value: str | None
         if name in overrides:
             value, source = overrides[name], ConfigSource.TOPIC_CONFIG
         else:
@@ -94,7 +96,7 @@ def creation_configs(broker_config, overrides: dict[str, str]) -> list[dict]:
 async def _create_topics(topics: TopicManager, broker_config: BrokerConfig, request):
     counts = Counter(t.name for t in request.topics)
     results = []
-    trailing = []
+    trailing: list[dict] = []
     for t in request.topics:
         name = t.name
         if counts[name] > 1:
@@ -112,6 +114,7 @@ async def _create_topics(topics: TopicManager, broker_config: BrokerConfig, requ
             continue
         configs = {c.name: c.value for c in t.configs}
         assignments = [(a.partition_index, list(a.broker_ids)) for a in t.assignments]
+        placed: Mapping[int, Sequence[int]]
         try:
             if request.validate_only:
                 placed = topics.check_create(

@@ -11,6 +11,7 @@ the partitions it must now lead, follow or stop hosting.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.metadata.image import MetadataImage, PartitionRegistration, TopicImage
@@ -64,6 +65,7 @@ class MetadataDelta:
             before = old.topics.get(name)
             if before is topic:
                 continue
+            before_parts: Mapping[int, PartitionRegistration]
             if before is None or before.topic_id != topic.topic_id:
                 created.add(name)
                 if before is not None:
