@@ -77,7 +77,8 @@ class Connection:
         self.stream = stream
         self.listener = listener
         try:
-            host, port = stream.socket.getpeername()[:2]
+            # Only socket streams have one; the AttributeError below covers the rest.
+            host, port = stream.socket.getpeername()[:2]  # type: ignore[attr-defined]
             self.peer = f"{host}:{port}"
         except (OSError, AttributeError):  # AttributeError: not a socket (tests' memory streams)
             self.peer = "?"
@@ -142,7 +143,7 @@ class Connection:
                 if response is not None:
                     await send.send(response)
 
-    async def handle_frame(self, frame: bytes) -> list | None:
+    async def handle_frame(self, frame: bytes | bytearray) -> list | None:
         """Handle one request; the encoded response as parts, or None (acks=0)."""
         r = Reader(frame)
         try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -183,10 +184,12 @@ class Broker:
             await self._stopped.wait()
             nursery.cancel_scope.cancel()
 
-    async def _accept(self, name: str, listeners, scope: trio.CancelScope) -> None:
+    async def _accept(
+        self, name: str, listeners: list[trio.SocketListener], scope: trio.CancelScope
+    ) -> None:
         with scope:
             await trio.serve_listeners(
-                lambda stream: self._handle(stream, name), listeners, handler_nursery=self._nursery
+                partial(self._handle, listener=name), listeners, handler_nursery=self._nursery
             )
 
     async def _handle(self, stream: trio.SocketStream, listener: str) -> None:

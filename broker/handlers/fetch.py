@@ -19,6 +19,8 @@ Records leave as file ranges that the connection sends with os.sendfile.
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
 from broker.metadata.publisher import MetadataCache
@@ -240,7 +242,7 @@ def _response(ctx, targets, results) -> dict:
     for target, result in zip(targets, results, strict=True):
         if target.topic_key != current_key:
             current_key = target.topic_key
-            entry = {"partitions": []}
+            entry: dict[str, Any] = {"partitions": []}
             if by_id:
                 entry["topic_id"] = target.topic_key or ZERO_UUID
             else:

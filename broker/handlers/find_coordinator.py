@@ -56,7 +56,9 @@ class FindCoordinatorHandler:
                 index = coordinator_partition(key, len(topic.partitions))
             leader = topic.partitions[index].leader
             registration = image.brokers.get(leader)
-            endpoint = None if registration is None else registration.endpoint(ctx.listener)
+            if registration is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+            endpoint = registration.endpoint(ctx.listener)
             if endpoint is None or registration.fenced:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
             return ErrorCode.NONE, Node(leader, endpoint.host, endpoint.port)
