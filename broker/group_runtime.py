@@ -28,7 +28,7 @@ import collections
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -106,7 +106,7 @@ class GroupRuntime:
         self.topics = topics
         existing = metadata.image.topic(OFFSETS_TOPIC)
         self.coordinator = GroupCoordinator(
-            coordinator_config(config, existing and len(existing.partitions))
+            coordinator_config(config, None if existing is None else len(existing.partitions))
         )
         # (At start the image has no topics yet: the first one published corrects this.)
         self._tokens = itertools.count(1)
@@ -213,6 +213,7 @@ class GroupRuntime:
             return
         self.coordinator.begin_loading(index)
         self._loading.add(index)
+        assert self._nursery is not None  # _follow loads only once run() has set it
         self._nursery.start_soon(self._load, index)
 
     async def _load(self, index: int) -> None:
@@ -271,7 +272,7 @@ class GroupRuntime:
     async def request(self, api_key: int, ctx: BrokerRequestContext, body) -> dict:
         """Hand a group request to the coordinator; its response, when it comes."""
         token = next(self._tokens)
-        slot = [trio.Event(), None]
+        slot: list[Any] = [trio.Event(), None]
         self._waiting[token] = slot
         rctx = RequestContext(token, ctx.api_version, ctx.client_id or "", "/" + ctx.client_host)
         try:
@@ -320,16 +321,18 @@ class GroupRuntime:
         # flush.messages: as for a client's produce, Kafka fsyncs inside the
         # append that reaches the count, before the commit is answered.
         flush = partition.log.message_count_flush_due()
-        if not pending and not flush and partition.replication_error(info.next_offset) is not None:
-            return self.coordinator.persisted(
-                action.write_id, now_ms(), partition.replication_error(info.next_offset)
-            )
+        if not pending and not flush:
+            refused = partition.replication_error(info.next_offset)
+            if refused is not None:
+                return self.coordinator.persisted(action.write_id, now_ms(), refused)
         # Wait for the fsync and the in-sync replicas, in write order for this partition.
         deadline = trio.current_time() + self.config["offsets.commit.timeout.ms"] / 1000
         if pending is None:
             pending = self._unconfirmed[action.partition] = collections.deque()
         pending.append((action.write_id, info.next_offset, deadline, flush))
         if len(pending) == 1:
+            # Only loaded partitions persist, and loading needs run()'s nursery.
+            assert self._nursery is not None
             self._nursery.start_soon(self._confirm_writes, action.partition, partition)
         return []
 
@@ -376,7 +379,7 @@ def _read_records(partition: Partition, offset: int, end: int) -> tuple[list, in
     below `end`, about _LOAD_READ_BYTES of them, and the offset after them."""
     result = partition.log.read(offset, _LOAD_READ_BYTES, end, True)
     data = result.read_bytes()
-    records = []
+    records: list[tuple[bytes | None, bytes | None]] = []
     for pos, header in iter_batches(data):
         offset = header.next_offset
         if header.is_control:
