@@ -68,7 +68,7 @@ class BrokerConnection:
                 )
             return response
 
-    async def _receive_frame(self) -> bytes:
+    async def _receive_frame(self) -> bytearray:
         assert self._stream is not None
         while True:
             frame = self._splitter.next_frame()

@@ -167,12 +167,14 @@ class ReplicaFetcher:
         names = {t.topic_id: t.name for t in image.topics.values()}
         backoff = False
         for t in response.responses:
-            name = names.get(t.topic_id)
+            topic_name = names.get(t.topic_id)
+            if topic_name is None:
+                continue  # deleted while the fetch was out
             for pdata in t.partitions:
-                partition = self.partitions.get((name, pdata.partition_index))
-                if partition is None:
+                fetched = self.partitions.get((topic_name, pdata.partition_index))
+                if fetched is None:
                     continue  # removed while the fetch was out
-                backoff |= not await self._process(partition, pdata)
+                backoff |= not await self._process(fetched, pdata)
         if backoff:
             await trio.sleep(self.settings.backoff_ms / 1000)
 

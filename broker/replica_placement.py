@@ -70,12 +70,12 @@ def _rack_alternated(rack_of: dict[int, str]) -> list[int]:
     for broker in sorted(rack_of):
         by_rack.setdefault(rack_of[broker], []).append(broker)
     iterators = [iter(by_rack[rack]) for rack in sorted(by_rack)]
-    ordered = []
+    ordered: list[int] = []
     while len(ordered) < len(rack_of):
         for it in iterators:
-            broker = next(it, None)
-            if broker is not None:
-                ordered.append(broker)
+            next_broker = next(it, None)
+            if next_broker is not None:
+                ordered.append(next_broker)
     return ordered
 
 

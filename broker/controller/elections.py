@@ -182,14 +182,16 @@ def imbalanced_preferred_leaders(image: MetadataImage, max_imbalance_percentage:
     of the time (leader.imbalance.per.broker.percentage), the preferred
     elections that can be made (Kafka's checkAndTriggerAutoLeaderRebalance)."""
     preferred_of: dict[int, list[TopicPartition]] = {}
+    leader_of: dict[TopicPartition, int] = {}
     for tp, reg in _partitions(image):
         if reg.replicas:
             preferred_of.setdefault(reg.replicas[0], []).append(tp)
+            leader_of[tp] = reg.leader
     chosen: set[TopicPartition] = set()
     for broker, tps in preferred_of.items():
         if not image.is_live(broker):
             continue
-        elsewhere = [tp for tp in tps if image.partition(*tp).leader != broker]
+        elsewhere = [tp for tp in tps if leader_of[tp] != broker]
         if len(elsewhere) * 100 > max_imbalance_percentage * len(tps):
             chosen.update(elsewhere)
     return preferred_leaders(image, only=chosen) if chosen else {}
