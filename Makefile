@@ -45,9 +45,10 @@ pipeline: install
 	$(PYTHON) tools/spark_jars.py -q >/dev/null
 	$(PY) -m spark pipeline --bootstrap-servers $(BOOTSTRAP)
 
-# Unit and integration tests, then the compatibility suite against Apache
+# The linters and the type checker (a few seconds, so they fail first), the
+# unit and integration tests, then the compatibility suite against Apache
 # Kafka and Gregor side by side, then a short fuzz run.
-test: install clients
+test: install lint clients
 	$(PY) -m pytest
 	$(PY) compat_tests/run.py
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
@@ -72,9 +73,12 @@ fuzz: install
 	$(PY) fuzz/fuzz_wire.py -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 		-artifact_prefix=fuzz-artifacts/ fuzz-artifacts/corpus
 
+# ruff on everything; mypy on wire, logstore, coordinator and broker
+# ([tool.mypy] in pyproject.toml; incremental, cached in .mypy_cache/).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: install clients
 	$(PY) bench/wire_codec.py
@@ -88,4 +92,4 @@ readme: install
 	$(PY) -m broker.tables --update-readme README.md
 
 clean:
-	rm -rf $(VENV) fuzz-artifacts .pytest_cache .hypothesis
+	rm -rf $(VENV) fuzz-artifacts .pytest_cache .hypothesis .mypy_cache
