@@ -224,7 +224,11 @@ class GroupRuntime:
             if partition is not None:
                 offset = partition.log_start_offset
                 while True:
-                    end = partition.high_watermark
+                    # To the log end, not the high watermark: a new leader's log
+                    # is the partition's truth, but its high watermark catches up
+                    # only as followers fetch again (Kafka's loader reads to the
+                    # log end too). Stopping at it would miss acknowledged commits.
+                    end = partition.log_end_offset
                     if offset >= end:
                         break
                     chunk, next_offset = await trio.to_thread.run_sync(

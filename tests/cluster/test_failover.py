@@ -159,11 +159,11 @@ def test_committed_offsets_survive_the_death_of_their_coordinator(cluster):
     )
     consumer.commit(offsets=[TopicPartition("work", 0, 42)], asynchronous=False)
     consumer.close()
-    offsets_leaders = {
-        leader for leader, _, _ in partitions_of(cluster, "__consumer_offsets").values()
-    }
-    for victim in sorted(offsets_leaders)[:1]:
-        cluster.kill(victim)
+    client = admin(cluster)
+    described = client.describe_consumer_groups(["survivors"])["survivors"].result(TIMEOUT)
+    # The group's own coordinator dies; a follower of its __consumer_offsets
+    # partition takes over and must load the commit (acknowledged with acks=all).
+    cluster.kill(described.coordinator.id)
     fresh = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "survivors"})
     try:
         committed = wait_until(
