@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FUZZ_SECONDS ?= 60
 
-.PHONY: install run test unit compat fuzz lint bench readme clean clients
+.PHONY: install run test unit compat fuzz lint bench bench-smoke readme clean clients
 
 install: $(STAMP)
 
@@ -30,10 +30,12 @@ clients:
 	$(PYTHON) tools/go_toolchain.py
 
 # Unit and integration tests, then the compatibility suite against Apache
-# Kafka and Gregor side by side, then a short fuzz run.
+# Kafka and Gregor side by side, then every benchmark workload tiny on both
+# brokers, then a short fuzz run.
 test: install clients
 	$(PY) -m pytest
 	$(PY) compat_tests/run.py
+	$(MAKE) --no-print-directory bench-smoke
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
 # Starts Apache Kafka and Gregor, runs compat_tests/ against each, writes
@@ -54,10 +56,18 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Gregor beside Apache Kafka: every workload, three rounds, brokers alternating
+# (about 80 minutes); writes bench/results/<date>-<commit>.json|.md|.png.
+# BENCH_ARGS="--scale 0.1 --rounds 1" for a quick partial run.
 bench: install clients
-	$(PY) bench/wire_codec.py
-	$(PY) bench/broker_throughput.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/group_rebalance.py
+	$(PY) bench/wire_codec.py
+
+# Every workload tiny on both brokers at once, so the benchmark never rots: checks
+# that each gave its figures, never their values (under a minute).
+bench-smoke: install clients
+	$(PY) bench/run.py --smoke --parallel
 
 # Regenerates the generated sections of README.md from the code.
 readme: install
