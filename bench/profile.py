@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Where Gregor's event loop spends its time under one workload: py-spy on the broker.
+
+    .venv/bin/python bench/profile.py small --client java          # 100-byte records
+    .venv/bin/python bench/profile.py consume --client confluent --scale 0.5
+    .venv/bin/python bench/profile.py ceiling --client franz --top 30
+
+Starts Gregor as bench/run.py does, attaches `py-spy record` to it (sampling
+without pausing it, aggregated by function), runs the workload with one client
+family, and writes to bench/results/profiles/:
+- <workload>-<client>.txt: the collapsed stacks (flame graph input: speedscope.app
+  or flamegraph.pl draw them);
+- <workload>-<client>.md: the workload's figures, how busy the event-loop thread
+  was, and the functions with the most samples of that thread, by their own time
+  (the frame on top) and by their inclusive time (anywhere in the stack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench import clients  # noqa: E402
+from bench.brokers import BenchBroker  # noqa: E402
+from bench.clients import FAMILIES  # noqa: E402
+from bench.workloads import Context, Sizes, all_workloads  # noqa: E402
+
+OUT = REPO / "bench" / "results" / "profiles"
+RATE = 200  # samples per second
+_THREAD = re.compile(r"^(?:process \d+:\"[^\"]*\";)?thread \((0x[0-9a-fA-F]+)\)")
+
+
+def py_spy() -> str:
+    exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if exe is None:
+        raise SystemExit("profile: py-spy is not installed (make install: the test extras)")
+    return exe
+
+
+def read_stacks(path: Path) -> list[tuple[str, list[str], int]]:
+    """(thread id, frames from the outermost, samples) from py-spy's raw format."""
+    out = []
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        thread = ""
+        if frames and frames[0].startswith("process "):
+            frames = frames[1:]
+        if frames and frames[0].startswith("thread ("):
+            thread = frames.pop(0)
+        out.append((thread, frames, int(count)))
+    return out
+
+
+def summarize(stacks, seconds: float, rate: int, top: int) -> tuple[str, str]:
+    """(markdown tables, one-line busy summary) for the busiest thread: the event loop."""
+    per_thread = collections.Counter()
+    for thread, _frames, n in stacks:
+        per_thread[thread] += n
+    if not per_thread:
+        return "(no samples)", "no samples"
+    loop, busy = per_thread.most_common(1)[0]
+    own = collections.Counter()
+    inclusive = collections.Counter()
+    for thread, frames, n in stacks:
+        if thread != loop or not frames:
+            continue
+        own[frames[-1]] += n
+        for frame in set(frames):
+            inclusive[frame] += n
+    expected = seconds * rate
+    line = (
+        f"event-loop thread busy in {busy} of about {expected:.0f} samples "
+        f"({100 * busy / expected:.0f}% of the time); other threads: "
+        f"{sum(per_thread.values()) - busy} samples"
+    )
+
+    def table(counter: collections.Counter, title: str) -> list[str]:
+        rows = [f"| {title} | samples | % of busy |", "|---|---:|---:|"]
+        for frame, n in counter.most_common(top):
+            rows.append(f"| `{frame}` | {n} | {100 * n / busy:.1f} |")
+        return rows
+
+    md = table(own, "own time (top of the stack)") + [""] + table(inclusive, "inclusive time")
+    return "\n".join(md), line
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = {w.name: w for w in all_workloads()}
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workload", choices=[n for n in names if n != "recovery"])
+    ap.add_argument("--client", choices=FAMILIES, default="java")
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--set", action="append", default=[], metavar="SIZE=N")
+    ap.add_argument("--rate", type=int, default=RATE, help="py-spy samples per second")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args(argv)
+    workload = names[args.workload]
+    sizes = Sizes().scaled(args.scale).with_overrides(args.set)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{args.workload}-{args.client}"
+    raw = out / f"{stem}.txt"
+    clients.prepare([args.client])
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    broker = BenchBroker("gregor", workdir)
+    broker.start()
+    spy = None
+    try:
+        ctx = Context(broker, sizes, (args.client,), log=print, idle_rss=broker.rss())
+        spy = subprocess.Popen(
+            [py_spy(), "record", "--pid", str(broker.pid), "--rate", str(args.rate)]
+            + ["--format", "raw", "--output", str(raw), "--threads", "--function"]
+            + ["--nonblocking"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1)  # py-spy attached before the load starts
+        t0 = time.monotonic()
+        figures = workload.run(ctx)
+        seconds = time.monotonic() - t0
+        spy.send_signal(signal.SIGINT)  # py-spy writes its output when interrupted
+        _, err = spy.communicate(timeout=60)
+        spy = None
+    finally:
+        if spy is not None:
+            spy.kill()
+            spy.wait()
+        broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    if not raw.exists():
+        print(f"profile: py-spy wrote nothing:\n{err}", file=sys.stderr)
+        return 1
+    tables, busy = summarize(read_stacks(raw), seconds, args.rate, args.top)
+    shown = "\n".join(
+        f"| {f.case} | {f.client} | {f.measure} | {f.value:.3g} |"
+        for f in figures
+        if f.client != "-"
+    )
+    report = (
+        f"# py-spy profile of Gregor: {workload.title}, {args.client}\n\n"
+        f"`bench/profile.py {' '.join(sys.argv[1:] if argv is None else argv)}`; "
+        f"{seconds:.0f} s of load sampled at {args.rate}/s without pausing the broker "
+        f"(py-spy --nonblocking --function); collapsed stacks in `{raw.name}`.\n\n"
+        f"{busy}.\n\n| case | client | measure | value |\n|---|---|---|---:|\n{shown}\n\n{tables}\n"
+    )
+    (out / f"{stem}.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
