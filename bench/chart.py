@@ -95,7 +95,7 @@ def render(rows: list[Row], meta: dict, path: Path) -> None:
     grid = fig.add_gridspec(2, 2, height_ratios=[tall, max(len(latency), len(other), 6)])
     panels = [
         (grid[0, 0], loaded, "throughput, MB/s (higher is better)", False, False),
-        (grid[0, 1], cpu, "broker CPU seconds per GiB (lower is better)", False, False),
+        (grid[0, 1], cpu, "broker CPU seconds per GiB (lower is better)", True, False),
         (grid[1, 0], latency, "end-to-end latency, ms (lower is better)", True, True),
         (grid[1, 1], other, "memory MB, start-up ms, recovery s (lower is better)", True, True),
     ]

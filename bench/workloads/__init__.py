@@ -50,8 +50,8 @@ class Sizes:
             value = getattr(self, f.name)
             if f.name == "latency_seconds":
                 changes[f.name] = max(2.0, value * scale)
-            else:
-                changes[f.name] = max(1000, int(value * scale))
+            else:  # at least a thousand (records, bytes), never more than the full size
+                changes[f.name] = max(min(value, 1000), int(value * scale))
         return dataclasses.replace(self, **changes)
 
     @classmethod
