@@ -3,11 +3,12 @@
 
     .venv/bin/python bench/profile.py small --client java          # 100-byte records
     .venv/bin/python bench/profile.py consume --client confluent --scale 0.5
-    .venv/bin/python bench/profile.py ceiling --client franz --top 30
+    .venv/bin/python bench/profile.py produce --case lz4 --client franz --top 30
 
-Starts Gregor as bench/run.py does, attaches `py-spy record` to it (sampling
-without pausing it, aggregated by function), runs the workload with one client
-family, and writes to bench/results/profiles/:
+Starts Gregor as bench/run.py does, attaches `py-spy record` to it (aggregated
+by function, with native frames: time in a C call such as pwrite or send shows
+as that call, not as the Python line around it), runs the workload with one
+client family, and writes to bench/results/profiles/:
 - <workload>-<client>.txt: the collapsed stacks (flame graph input: speedscope.app
   or flamegraph.pl draw them);
 - <workload>-<client>.md: the workload's figures, how busy the event-loop thread
@@ -38,7 +39,6 @@ from bench.workloads import Context, Sizes, all_workloads  # noqa: E402
 
 OUT = REPO / "bench" / "results" / "profiles"
 RATE = 200  # samples per second
-_THREAD = re.compile(r"^(?:process \d+:\"[^\"]*\";)?thread \((0x[0-9a-fA-F]+)\)")
 
 
 def py_spy() -> str:
@@ -48,12 +48,21 @@ def py_spy() -> str:
     return exe
 
 
+_UNRESOLVED = re.compile(r"^0x[0-9a-f]+ \((?P<library>[^)]*)\)$")
+
+
+def frame_name(frame: str) -> str:
+    """A native frame without a symbol counts for its library (cramjam, libc...)."""
+    m = _UNRESOLVED.match(frame)
+    return f"[{m['library']}, no symbol]" if m else frame
+
+
 def read_stacks(path: Path) -> list[tuple[str, list[str], int]]:
     """(thread id, frames from the outermost, samples) from py-spy's raw format."""
     out = []
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        frames = stack.split(";")
+        frames = [frame_name(f) for f in stack.split(";")]
         thread = ""
         if frames and frames[0].startswith("process "):
             frames = frames[1:]
@@ -79,11 +88,11 @@ def summarize(stacks, seconds: float, rate: int, top: int) -> tuple[str, str]:
         own[frames[-1]] += n
         for frame in set(frames):
             inclusive[frame] += n
-    expected = seconds * rate
+    # Native sampling stops the broker for each sample, which py-spy then counts as
+    # busy: the share of busy samples says how the time splits, not how much there was.
     line = (
-        f"event-loop thread busy in {busy} of about {expected:.0f} samples "
-        f"({100 * busy / expected:.0f}% of the time); other threads: "
-        f"{sum(per_thread.values()) - busy} samples"
+        f"event-loop thread: {busy} samples not idle, in {seconds:.0f} s at {rate}/s; "
+        f"other threads: {sum(per_thread.values()) - busy} samples"
     )
 
     def table(counter: collections.Counter, title: str) -> list[str]:
@@ -101,17 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workload", choices=[n for n in names if n != "recovery"])
     ap.add_argument("--client", choices=FAMILIES, default="java")
+    ap.add_argument("--case", nargs="+", help="only these codecs (produce workloads)")
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--set", action="append", default=[], metavar="SIZE=N")
     ap.add_argument("--rate", type=int, default=RATE, help="py-spy samples per second")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument(
+        "--nonblocking",
+        action="store_true",
+        help="sample without pausing the broker, Python frames only (cheaper; in trials it"
+        " put C and kernel time on whichever Python frame it caught)",
+    )
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     workload = names[args.workload]
     sizes = Sizes().scaled(args.scale).with_overrides(args.set)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{args.workload}-{args.client}"
+    stem = "-".join([args.workload, *(args.case or []), args.client])
     raw = out / f"{stem}.txt"
     clients.prepare([args.client])
 
@@ -121,10 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     spy = None
     try:
         ctx = Context(broker, sizes, (args.client,), log=print, idle_rss=broker.rss())
+        ctx.only_cases = tuple(args.case) if args.case else None
         spy = subprocess.Popen(
             [py_spy(), "record", "--pid", str(broker.pid), "--rate", str(args.rate)]
             + ["--format", "raw", "--output", str(raw), "--threads", "--function"]
-            + ["--nonblocking"],
+            + (["--nonblocking"] if args.nonblocking else ["--native"]),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -154,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     report = (
         f"# py-spy profile of Gregor: {workload.title}, {args.client}\n\n"
         f"`bench/profile.py {' '.join(sys.argv[1:] if argv is None else argv)}`; "
-        f"{seconds:.0f} s of load sampled at {args.rate}/s without pausing the broker "
-        f"(py-spy --nonblocking --function); collapsed stacks in `{raw.name}`.\n\n"
+        f"{seconds:.0f} s of load sampled at {args.rate}/s by py-spy "
+        f"({'--nonblocking' if args.nonblocking else '--native'} --function; sampling slows "
+        f"the broker, so its figures here are lower than bench/run.py's); collapsed stacks "
+        f"in `{raw.name}`.\n\n"
         f"{busy}.\n\n| case | client | measure | value |\n|---|---|---|---:|\n{shown}\n\n{tables}\n"
     )
     (out / f"{stem}.md").write_text(report)

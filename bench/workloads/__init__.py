@@ -98,6 +98,8 @@ class Context:
     # workload 5 offers half of it.
     peaks: dict[str, float] = field(default_factory=dict)
     idle_rss: int = 0
+    # Only these cases of the produce workloads (bench/profile.py --case); None: all.
+    only_cases: tuple[str, ...] | None = None
     _admin: tuple | None = None
 
     @property
@@ -107,6 +109,8 @@ class Context:
     def pairs(self, cases: tuple[str, ...], shift: int = 0) -> list[tuple[str, str]]:
         """(case, client) runs: every case with every client, or in a smoke run each
         case once, the clients taking turns, so that every case and every client runs."""
+        if self.only_cases is not None:
+            cases = tuple(c for c in cases if c in self.only_cases)
         if not self.smoke:
             return [(case, client) for case in cases for client in self.clients]
         n = max(len(cases), len(self.clients))
