@@ -57,7 +57,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 # Gregor beside Apache Kafka: every workload, three rounds, brokers alternating
-# (about 80 minutes); writes bench/results/<date>-<commit>.json|.md|.png.
+# (about 45 minutes); writes bench/results/<date>-<commit>.json|.md|.png.
 # BENCH_ARGS="--scale 0.1 --rounds 1" for a quick partial run.
 bench: install clients
 	$(PY) bench/run.py $(BENCH_ARGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: Gregor beside Apache Kafka 4.3.1, every workload, brokers alternating.
 
-    .venv/bin/python bench/run.py                          # the full bench (about 80 min)
+    .venv/bin/python bench/run.py                          # the full bench (about 40 min)
     .venv/bin/python bench/run.py --scale 0.1 --rounds 1   # a quick partial one
     .venv/bin/python bench/run.py --workloads produce consume --clients java franz
     .venv/bin/python bench/run.py --set recovery_bytes=1073741824 --set latency_seconds=10
