@@ -295,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {p}", file=sys.stderr)
             return 1
         print(f"bench-smoke: every workload gave its figures on {' and '.join(args.brokers)}")
+        if not args.out:
+            shutil.rmtree(out, ignore_errors=True)  # the report and chart were drawn: enough
     return 1 if errors else 0
 
 
