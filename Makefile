@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 # The broker `make pipeline` talks to: `make run`'s by default.
 BOOTSTRAP ?= localhost:9092
 
-.PHONY: install run cluster chaos test unit compat fuzz lint bench readme clean clients pipeline
+.PHONY: install run cluster chaos test unit compat fuzz lint bench bench-smoke readme clean clients pipeline
 
 install: $(STAMP)
 
@@ -47,10 +47,12 @@ pipeline: install
 
 # The linters and the type checker (a few seconds, so they fail first), the
 # unit and integration tests, then the compatibility suite against Apache
-# Kafka and Gregor side by side, then a short fuzz run.
+# Kafka and Gregor side by side, then every benchmark workload tiny on both
+# brokers, then a short fuzz run.
 test: install lint clients
 	$(PY) -m pytest
 	$(PY) compat_tests/run.py
+	$(MAKE) --no-print-directory bench-smoke
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
 
 # Starts Apache Kafka and Gregor, runs compat_tests/ against each, writes
@@ -80,11 +82,19 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Gregor beside Apache Kafka: every workload, three rounds, brokers alternating
+# (about 45 minutes); writes bench/results/<date>-<commit>.json|.md|.png.
+# BENCH_ARGS="--scale 0.1 --rounds 1" for a quick partial run.
 bench: install clients
-	$(PY) bench/wire_codec.py
-	$(PY) bench/broker_throughput.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/group_rebalance.py
 	$(PY) bench/spark_pipeline.py
+	$(PY) bench/wire_codec.py
+
+# Every workload tiny on both brokers at once, so the benchmark never rots: checks
+# that each gave its figures, never their values (under a minute).
+bench-smoke: install clients
+	$(PY) bench/run.py --smoke --parallel
 
 # Regenerates the generated sections of README.md from the code.
 readme: install

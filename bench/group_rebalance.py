@@ -12,7 +12,9 @@ their own threads; heartbeat.interval.ms=500 (members learn of a rebalance
 from a heartbeat answer, so this bounds what a broker can show), eager
 `range` assignment, group.initial.rebalance.delay.ms=0 on the broker. The
 median of the rounds is printed per N for each broker, and Gregor/Kafka.
-Apache Kafka 4.3.1 runs from the jars of `make clients` (tools/run_kafka.py).
+Both brokers start with the compatibility runner's launchers (bench/brokers.py);
+Apache Kafka 4.3.1 from the jars of `make clients`, as it ships (its JVM flags
+and 1 GiB heap).
 Numbers are printed, never asserted.
 """
 
@@ -33,8 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.broker_throughput import start_gregor  # noqa: E402
-from tools import run_kafka  # noqa: E402
+from bench.brokers import compat_run, run_kafka  # noqa: E402
 
 PARTITIONS = 60
 HEARTBEAT_MS = 500
@@ -145,15 +146,13 @@ def main() -> int:
         return 0
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [f"{k}={v}" for k, v in SETTINGS.items()]
-        proc, bootstrap, _ = start_gregor(str(Path(tmp) / "gregor"), overrides)
+        gregor = compat_run.GregorNode(Path(tmp) / "gregor", overrides=SETTINGS).start()
         try:
-            results["gregor"] = measure("gregor", bootstrap, args.sizes, args.rounds)
+            results["gregor"] = measure("gregor", gregor.bootstrap, args.sizes, args.rounds)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            gregor.stop()
     if not args.no_kafka:
-        with run_kafka.KafkaNode(overrides=SETTINGS) as node:
+        with run_kafka.KafkaNode(overrides=SETTINGS, as_shipped=True) as node:
             results["kafka"] = measure("kafka", node.bootstrap, args.sizes, args.rounds)
     print()
     print("| members before the join | Gregor ms | Apache Kafka ms | Gregor / Kafka |")

@@ -85,14 +85,18 @@ ORDER = ["kafka", "gregor"]
 
 
 class GregorNode:
-    """`gregor serve` on a free port with BROKER_SETTINGS; its output goes to a log file."""
+    """`gregor serve` on a free port with BROKER_SETTINGS (and `overrides`, which win);
+    its output goes to a log file."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None):
         self.dir = workdir
         self.port = run_kafka.free_port()
+        self.overrides = dict(overrides or {})
         self.proc: subprocess.Popen | None = None
         self.log_path = workdir / "gregor.log"
         self.start_seconds: float | None = None
+        # time.monotonic() just before the process is spawned (benchmarks time start-up from it)
+        self.spawned_at: float | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -111,6 +115,7 @@ class GregorNode:
             "log.dirs": str(self.dir / "data"),
             "node.id": "1",
             **BROKER_SETTINGS,
+            **self.overrides,
         }
         cmd.append("serve")
         for k, v in settings.items():
@@ -121,6 +126,7 @@ class GregorNode:
         t0 = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")
+        self.spawned_at = time.monotonic()
         self.proc = subprocess.Popen(
             self.command(),
             stdout=log,

@@ -72,6 +72,24 @@ TOOLS: dict[str, str] = {
 _SERVERS = {"kafka.Kafka"}
 _SERVER_HEAP = "512m"
 
+# The JVM as Kafka's own bin/ scripts start it (as_shipped=True): kafka-run-class.sh's
+# default KAFKA_JVM_PERFORMANCE_OPTS, and the heaps of kafka-server-start.sh and of the
+# perf-test scripts (256M from kafka-run-class.sh for the rest). The flags above are
+# tuned for quick tests; benchmarks compare against Kafka as its users run it.
+SHIPPED_JVM_OPTS = (
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+)
+SHIPPED_HEAP: dict[str, tuple[str, ...]] = {
+    "kafka.Kafka": ("-Xmx1G", "-Xms1G"),
+    "org.apache.kafka.tools.ProducerPerformance": ("-Xmx512M",),
+    "org.apache.kafka.tools.ConsumerPerformance": ("-Xmx512M",),
+}
+
 
 class ToolMissing(RuntimeError):
     """A declared client dependency is not installed (run `make clients`)."""
@@ -127,20 +145,25 @@ def java_command(
     heap: str | None = None,
     jvm_args: Sequence[str] = (),
     log4j2_config: str | os.PathLike[str] | None = None,
+    as_shipped: bool = False,
 ) -> list[str]:
-    """The argv that runs tool `name` (see TOOLS) with `args`."""
+    """The argv that runs tool `name` (see TOOLS) with `args`; as_shipped: Kafka's JVM flags."""
     cls = main_class(name)
     java = shutil.which("java") or "java"
     server = cls in _SERVERS
-    cmd = [
-        java,
-        f"-Xmx{heap or (_SERVER_HEAP if server else DEFAULT_HEAP)}",
-        "-XX:+UseSerialGC",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={log4j2_config or LOG4J2_CONFIG}",
-    ]
-    if not server:
-        cmd.append("-XX:TieredStopAtLevel=1")  # short-lived: start fast
+    if as_shipped:
+        heap_args = (f"-Xmx{heap}",) if heap else SHIPPED_HEAP.get(cls, ("-Xmx256M",))
+        cmd = [java, *heap_args, *SHIPPED_JVM_OPTS, "-Djava.awt.headless=true"]
+    else:
+        cmd = [
+            java,
+            f"-Xmx{heap or (_SERVER_HEAP if server else DEFAULT_HEAP)}",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+        ]
+        if not server:
+            cmd.append("-XX:TieredStopAtLevel=1")  # short-lived: start fast
+    cmd.append(f"-Dlog4j2.configurationFile={log4j2_config or LOG4J2_CONFIG}")
     cmd += [*jvm_args, "-cp", classpath(), cls, *map(str, args)]
     return cmd
 
@@ -166,6 +189,7 @@ def run_tool(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     text: bool = True,
+    as_shipped: bool = False,
 ) -> subprocess.CompletedProcess:
     """Run a Kafka CLI tool to completion; stdout and stderr are captured.
 
@@ -179,7 +203,7 @@ def run_tool(
         input = input.encode()
     elif isinstance(input, bytes) and text:
         input = input.decode()
-    cmd = java_command(name, *args, heap=heap, jvm_args=jvm_args)
+    cmd = java_command(name, *args, heap=heap, jvm_args=jvm_args, as_shipped=as_shipped)
     return subprocess.run(
         cmd,
         input=input,
@@ -200,6 +224,7 @@ def popen_tool(
     jvm_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    as_shipped: bool = False,
     **popen_kwargs,
 ) -> subprocess.Popen:
     """Start a long-running tool (console consumer, kafka.Kafka node) without waiting.
@@ -213,7 +238,7 @@ def popen_tool(
     popen_kwargs.setdefault("stdout", subprocess.PIPE)
     popen_kwargs.setdefault("stderr", subprocess.PIPE)
     popen_kwargs.setdefault("text", True)
-    cmd = java_command(name, *args, heap=heap, jvm_args=jvm_args)
+    cmd = java_command(name, *args, heap=heap, jvm_args=jvm_args, as_shipped=as_shipped)
     return subprocess.Popen(cmd, env=_env(env), cwd=cwd, **popen_kwargs)
 
 

@@ -13,10 +13,13 @@ The node uses the Apache Kafka jars of tools/kafka_jars.py (`make clients`) and
 runs through tools/kafka_cli.py: `kafka-storage format --standalone` formats a
 fresh log directory in a temporary folder (a dynamic KRaft quorum of one:
 controller.quorum.bootstrap.servers, KIP-853), then `kafka.Kafka` starts with
--Xmx512m. The node is ready when its PLAINTEXT listener answers ApiVersions and
-its Metadata lists the node itself. Stopping sends SIGTERM (a controlled
-shutdown), then SIGKILL after a timeout; the temporary folder is removed unless
-keep_dir=True (or --keep).
+-Xmx512m (as_shipped=True: with the JVM flags and the 1 GiB heap of Kafka's own
+kafka-server-start.sh, as benchmarks want it). The node is ready when its
+PLAINTEXT listener answers ApiVersions and its Metadata lists the node itself.
+Stopping sends SIGTERM (a controlled shutdown), then SIGKILL after a timeout;
+the temporary folder is removed unless keep_dir=True (or --keep). kill() sends
+SIGKILL at once and keeps the directory; start(format_storage=False) then
+starts the node again on it.
 
 Settings for a one-node test cluster (DEFAULTS): internal topics with
 replication factor 1, no initial rebalance delay, retention checked every
@@ -188,6 +191,7 @@ class KafkaNode:
         keep_dir: bool = False,
         heap: str = HEAP,
         start_timeout: float = 120.0,
+        as_shipped: bool = False,
     ):
         self.host = host
         self.port = port or free_port(host)
@@ -199,12 +203,15 @@ class KafkaNode:
         self._given_dir = Path(directory) if directory else None
         self.keep_dir = keep_dir or directory is not None
         self.heap = heap
+        self.as_shipped = as_shipped
         self.start_timeout = start_timeout
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
         self.cluster_id = random_cluster_id()
         self.start_seconds: float | None = None
         self.format_seconds: float | None = None
+        # time.monotonic() just before kafka.Kafka is spawned (benchmarks time start-up from it)
+        self.spawned_at: float | None = None
         self._log = None
 
     @property
@@ -248,9 +255,15 @@ class KafkaNode:
         except (OSError, AssertionError):
             return ""
 
-    def start(self) -> KafkaNode:
+    def start(self, format_storage: bool = True) -> KafkaNode:
+        """Format a log directory and start the node on it; format_storage=False
+        starts it again on the directory of an earlier start (after kill())."""
         kafka_cli.check_installed()
         t0 = time.monotonic()
+        if not format_storage:
+            assert self.dir is not None, "start(format_storage=False) needs an earlier start()"
+            self._spawn(t0)
+            return self
         if self._given_dir is not None:
             self.dir = self._given_dir
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -273,11 +286,17 @@ class KafkaNode:
             raise KafkaStartError(
                 f"kafka-storage format failed (exit {fmt.returncode}):\n{fmt.stdout}{fmt.stderr}"
             )
-        self._log = open(self.log_path, "w")
+        self._spawn(t0)
+        return self
+
+    def _spawn(self, t0: float) -> None:
+        self._log = open(self.log_path, "a")
+        self.spawned_at = time.monotonic()
         self.proc = kafka_cli.popen_tool(
             "kafka-server",
             str(self.config_path),
-            heap=self.heap,
+            heap=None if self.as_shipped else self.heap,
+            as_shipped=self.as_shipped,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in a terminal reaches only us; we stop it
@@ -295,7 +314,16 @@ class KafkaNode:
             self.stop()
             raise KafkaStartError(f"Apache Kafka did not start: {exc}\n--- log ---\n{log}") from exc
         self.start_seconds = time.monotonic() - t0
-        return self
+
+    def kill(self) -> None:
+        """SIGKILL the node, as a crash would; its directory stays for start(format_storage=False)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def stop(self, timeout: float = 20.0) -> int | None:
         code = None

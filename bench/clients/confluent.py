@@ -1,0 +1,330 @@
+"""confluent-kafka (librdkafka): the harness side, and the load program it runs.
+
+The harness calls produce/consume/e2e, which run this module as a program in a
+process of its own (`python -m bench.clients.confluent produce ...`) that
+prints one JSON object, as bench/franz does. Settings are librdkafka's defaults
+except what the workload sets (acks, linger, batch size, compression,
+idempotence); requests are counted from librdkafka's statistics (the `tx` of
+every broker handle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import string
+import struct
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STATS_MS = 500
+
+
+# --- the harness side ---------------------------------------------------------------
+
+
+def _call(command: str, bootstrap: str, args: list, timeout: float):
+    from bench.clients import result_from_json, run_process
+
+    argv = [sys.executable, "-m", "bench.clients.confluent", command, "--brokers", bootstrap]
+    argv += [str(a) for a in args]
+    what = f"confluent {command}"
+    # `-m bench.clients.confluent` finds the package from the repository's directory.
+    return result_from_json(run_process(argv, what, timeout, cwd=REPO), what)
+
+
+def produce(bootstrap: str, spec, timeout: float):
+    args = ["--topic", spec.topic, "--records", spec.records, "--record-size", spec.record_size]
+    args += ["--acks", spec.acks, "--linger-ms", spec.linger_ms, "--batch-bytes", spec.batch_bytes]
+    args += ["--codec", spec.codec, "--partitions", spec.partitions]
+    if spec.idempotent:
+        args.append("--idempotent")
+    if spec.clients != 1:
+        raise ValueError("the confluent family runs one producer per process")
+    return _call("produce", bootstrap, args, timeout)
+
+
+def consume(bootstrap: str, spec, timeout: float):
+    args = ["--topic", spec.topic, "--records", spec.records, "--record-size", spec.record_size]
+    args += ["--timeout", timeout]
+    if spec.group:
+        args += ["--group", spec.group, "--members", spec.members]
+    return _call("consume", bootstrap, args, timeout)
+
+
+def e2e(bootstrap: str, spec, timeout: float):
+    args = ["--topic", spec.topic, "--rate", spec.rate, "--record-size", spec.record_size]
+    args += ["--seconds", spec.seconds, "--warmup", spec.warmup]
+    return _call("e2e", bootstrap, args, timeout)
+
+
+# --- the load program -----------------------------------------------------------------
+
+
+class Stats:
+    """The requests librdkafka sent, from its periodic statistics."""
+
+    def __init__(self):
+        self.requests = 0
+        self.updates = 0
+
+    def __call__(self, text: str) -> None:
+        stats = json.loads(text)
+        self.requests = sum(b.get("tx", 0) for b in stats.get("brokers", {}).values())
+        self.updates += 1
+
+    def settle(self, client) -> int:
+        """Wait for statistics taken after the work ended."""
+        seen = self.updates
+        deadline = time.monotonic() + 3 * STATS_MS / 1000
+        while self.updates < seen + 2 and time.monotonic() < deadline:
+            client.poll(0.05)
+        return self.requests
+
+
+def payload(size: int) -> bytes:
+    # One random payload of upper-case letters, as kafka-producer-perf-test sends.
+    return "".join(random.choices(string.ascii_uppercase, k=size)).encode()
+
+
+def percentiles(latencies_ms: list[float]) -> dict[str, float]:
+    if not latencies_ms:
+        return {}
+    latencies_ms.sort()
+    n = len(latencies_ms)
+    return {
+        "p50": latencies_ms[n // 2],
+        "p99": latencies_ms[min(int(n * 0.99), n - 1)],
+        "p999": latencies_ms[min(int(n * 0.999), n - 1)],
+    }
+
+
+def producer_config(args, stats: Stats, on_delivery=None) -> dict:
+    config = {
+        "bootstrap.servers": args.brokers,
+        "acks": "all" if args.acks in ("all", "-1") else args.acks,
+        "enable.idempotence": args.idempotent,
+        "linger.ms": args.linger_ms,
+        "batch.size": args.batch_bytes,
+        "compression.type": args.codec,
+        "statistics.interval.ms": STATS_MS,
+        "stats_cb": stats,
+    }
+    if on_delivery is not None:
+        config["on_delivery"] = on_delivery
+    return config
+
+
+def run_produce(args) -> dict:
+    from confluent_kafka import Producer
+
+    stats = Stats()
+    latencies: list[float] = []
+    failed = []
+
+    def delivered(err, msg):
+        if err is not None:
+            failed.append(str(err))
+        else:
+            latencies.append(msg.latency() * 1000)
+
+    producer = Producer(producer_config(args, stats, delivered))
+    producer.list_topics(args.topic, timeout=30)  # metadata before the clock starts
+    value = payload(args.record_size)
+    send = producer.produce
+    topic = args.topic
+    partitions = args.partitions
+    start = time.perf_counter()
+    for i in range(args.records):
+        while True:
+            try:
+                if partitions:
+                    send(topic, value, partition=i % partitions)
+                else:
+                    send(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.005)  # the local queue is full: let deliveries drain it
+        if not i & 1023:
+            producer.poll(0)
+    left = producer.flush(600)
+    seconds = time.perf_counter() - start
+    out = {
+        "records": args.records,
+        "bytes": args.records * args.record_size,
+        "seconds": seconds,
+        "requests": stats.settle(producer),
+        "latency_ms": percentiles(latencies),
+    }
+    if left or failed:
+        out["error"] = f"{left} records not delivered, {len(failed)} failed: {failed[:3]}"
+    return out
+
+
+def run_consume(args) -> dict:
+    from confluent_kafka import Consumer
+
+    group = args.group or f"bench-{uuid.uuid4().hex[:12]}"
+    members = args.members if args.group else 1
+    lock = threading.Lock()
+    next_offset: dict[int, int] = {}  # partition -> one past the highest offset read
+    progress = {"total": 0}
+    done = threading.Event()
+    stats = [Stats() for _ in range(members)]
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": args.brokers,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "statistics.interval.ms": STATS_MS,
+                "stats_cb": member_stats,
+            }
+        )
+        for member_stats in stats
+    ]
+
+    def member(consumer) -> None:
+        while not done.is_set():
+            batch = consumer.consume(10_000, timeout=0.2)
+            high: dict[int, int] = {}
+            for m in batch:
+                if m.error() is None:
+                    high[m.partition()] = m.offset() + 1
+            if not high:
+                continue
+            with lock:
+                for p, o in high.items():
+                    if o > next_offset.get(p, 0):
+                        progress["total"] += o - next_offset.get(p, 0)
+                        next_offset[p] = o
+                if progress["total"] >= args.records:
+                    done.set()
+
+    start = time.perf_counter()
+    for c in consumers:
+        c.subscribe([args.topic])
+    threads = [threading.Thread(target=member, args=(c,), daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    done.wait(args.timeout)
+    seconds = time.perf_counter() - start
+    done.set()
+    for t in threads:
+        t.join()
+    requests = sum(s.settle(c) for s, c in zip(stats, consumers, strict=True))
+    for c in consumers:
+        c.close()
+    out = {
+        "records": progress["total"],
+        "bytes": progress["total"] * args.record_size,
+        "seconds": seconds,
+        "requests": requests,
+    }
+    if progress["total"] < args.records:
+        out["error"] = f"read {progress['total']} of {args.records} records"
+    return out
+
+
+def run_e2e(args) -> dict:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    stats = Stats()
+    args.idempotent = False
+    producer = Producer(producer_config(args, stats))
+    md = producer.list_topics(args.topic, timeout=30).topics[args.topic]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": args.brokers,
+            "group.id": f"bench-e2e-{uuid.uuid4().hex[:12]}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(args.topic, p, 0) for p in md.partitions])
+    filler = payload(args.record_size - 8)
+    latencies: list[float] = []
+    received = [0]
+    stop = threading.Event()
+    start = time.perf_counter_ns()
+    keep_from = start + int(args.warmup * 1e9)
+
+    def read() -> None:
+        while not stop.is_set():
+            batch = consumer.consume(10_000, timeout=0.05)
+            now = time.perf_counter_ns()
+            for m in batch:
+                # (shorter values are not ours: the harness's warming records)
+                if m.error() is None and len(m.value()) == args.record_size:
+                    received[0] += 1
+                    (sent,) = struct.unpack_from(">q", m.value())
+                    if sent >= keep_from:
+                        latencies.append((now - sent) / 1e6)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    sent = 0
+    pack = struct.Struct(">q").pack
+    end = start + int(args.seconds * 1e9)
+    while (now := time.perf_counter_ns()) < end:
+        due = int((now - start) / 1e9 * args.rate)
+        while sent < due:
+            try:
+                producer.produce(args.topic, pack(time.perf_counter_ns()) + filler)
+                sent += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0)
+        time.sleep(0.001)
+    achieved = sent / ((time.perf_counter_ns() - start) / 1e9)
+    producer.flush(30)
+    deadline = time.monotonic() + 10
+    while received[0] < sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    reader.join()
+    consumer.close()
+    out = {
+        "records": sent,
+        "received": received[0],
+        "achieved_rate": achieved,
+        "samples": len(latencies),
+        "latency_ms": percentiles(latencies),
+        "requests": stats.settle(producer),
+    }
+    if received[0] < sent:
+        out["error"] = f"received {received[0]} of {sent} records"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="confluent-kafka load for make bench")
+    ap.add_argument("command", choices=("produce", "consume", "e2e"))
+    ap.add_argument("--brokers", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--records", type=int, default=0)
+    ap.add_argument("--record-size", type=int, default=1024)
+    ap.add_argument("--acks", default="1")
+    ap.add_argument("--idempotent", action="store_true")
+    ap.add_argument("--linger-ms", type=int, default=5)
+    ap.add_argument("--batch-bytes", type=int, default=65536)
+    ap.add_argument("--codec", default="none")
+    ap.add_argument("--partitions", type=int, default=0)
+    ap.add_argument("--group")
+    ap.add_argument("--members", type=int, default=1)
+    ap.add_argument("--rate", type=int, default=1000)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--warmup", type=float, default=1)
+    ap.add_argument("--timeout", type=float, default=1800)
+    args = ap.parse_args(argv)
+    run = {"produce": run_produce, "consume": run_consume, "e2e": run_e2e}[args.command]
+    print(json.dumps(run(args)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
