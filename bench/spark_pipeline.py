@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.broker_throughput import start_gregor  # noqa: E402
+
 from spark import producer, purchases, session, stats, topics  # noqa: E402
 from tools import run_kafka  # noqa: E402
 

@@ -63,6 +63,8 @@ TOOLS: dict[str, str] = {
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     # A real Apache Kafka KRaft node: format its log dir, then run kafka.Kafka.
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-server": "kafka.Kafka",

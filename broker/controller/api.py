@@ -89,6 +89,12 @@ class Controller(Protocol):
         """ElectLeaders (0 preferred, 1 unclean): each existing partition's
         (error code, message), the elections made (broker/controller/elections.py)."""
 
+    async def alter_partition_reassignments(
+        self, moves: dict[TopicPartition, list[int] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """Start (target replicas) or cancel (None) reassignments, validated
+        already; each partition's (error code, message)."""
+
 
 class MetadataBackend(Controller, Protocol):
     """A Controller as one broker starts and stops with it: the embedded single

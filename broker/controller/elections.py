@@ -195,3 +195,51 @@ def imbalanced_preferred_leaders(image: MetadataImage, max_imbalance_percentage:
         if len(elsewhere) * 100 > max_imbalance_percentage * len(tps):
             chosen.update(elsewhere)
     return preferred_leaders(image, only=chosen) if chosen else {}
+
+
+# --- reassignments (Kafka's KIP-455 model) ---------------------------------------------
+
+
+def reassign(reg: PartitionRegistration, target: list[int]) -> PartitionRegistration:
+    """Start moving a partition to `target`: replicas become the target plus the
+    old ones not in it (adding = new ones, removing = old ones leaving). A
+    reassignment already in progress is replaced, from its original replicas."""
+    original = tuple(r for r in reg.replicas if r not in reg.adding_replicas)
+    adding = tuple(r for r in target if r not in original)
+    removing = tuple(r for r in original if r not in target)
+    replicas = tuple(target) + removing
+    return reg.changed(replicas=replicas, adding_replicas=adding, removing_replicas=removing)
+
+
+def cancel_reassignment(reg: PartitionRegistration, image: MetadataImage) -> PartitionRegistration:
+    """Go back to the original replicas; a leader among the added ones hands over."""
+    original = tuple(r for r in reg.replicas if r not in reg.adding_replicas)
+    return _settle(reg, original, image)
+
+
+def finished_reassignments(image: MetadataImage) -> Changes:
+    """Reassignments whose target replicas are all in sync: the target becomes
+    the replica set, the leaving replicas leave the ISR, and a leaving leader
+    hands over to the first in-sync target replica."""
+    changes: Changes = {}
+    for tp, reg in _partitions(image):
+        if not reg.reassigning:
+            continue
+        target = reg.target_replicas
+        if all(r in reg.isr for r in target):
+            changes[tp] = _settle(reg, target, image)
+    return changes
+
+
+def _settle(reg: PartitionRegistration, replicas: tuple[int, ...], image) -> PartitionRegistration:
+    isr = tuple(r for r in reg.isr if r in replicas)
+    leader = reg.leader
+    if leader not in replicas:
+        leader = _first_live([r for r in replicas if r in isr], set(image.live_broker_ids()))
+    return reg.changed(
+        replicas=replicas,
+        isr=isr or reg.isr,
+        leader=leader,
+        adding_replicas=(),
+        removing_replicas=(),
+    )

@@ -328,6 +328,10 @@ class LocalController:
                 await self._commit(image)
             return answers
 
+    async def alter_partition_reassignments(self, moves):
+        """One node: every valid target is the node itself, so nothing moves."""
+        return {tp: (ErrorCode.NONE, None) for tp in moves}
+
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         async with self._lock:
             block = ProducerIdBlock(broker_id, self._next_producer_id, self.PRODUCER_ID_BLOCK)

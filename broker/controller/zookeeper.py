@@ -318,6 +318,8 @@ class ZkMetadataBackend:
             except NoNodeError:
                 continue
             raw = json.loads(data)
+            adding = raw.get("adding_replicas") or {}
+            removing = raw.get("removing_replicas") or {}
             partitions = {}
             for index, replicas in raw["partitions"].items():
                 try:
@@ -331,6 +333,8 @@ class ZkMetadataBackend:
                     leader=s["leader"],
                     leader_epoch=s["leader_epoch"],
                     partition_epoch=stat.version,
+                    adding_replicas=tuple(adding.get(index, ())),
+                    removing_replicas=tuple(removing.get(index, ())),
                 )
             configs = {}
             if zk.exists(f"/config/topics/{name}", watch=watch) is not None:
@@ -428,6 +432,88 @@ class ZkMetadataBackend:
             working = _apply(working, found)
         if changes:
             await self._write_states(image, changes)
+        finished = elections.finished_reassignments(_apply(image, changes))
+        if finished and not changes:
+            log.info("reassignments done: %s", sorted(finished))
+            await self._write_partitions(image, finished)
+
+    async def _write_partitions(
+        self, base: MetadataImage, changes: Mapping[TopicPartition, PartitionRegistration]
+    ) -> dict[TopicPartition, bool]:
+        """Replica sets (in the topic nodes) and states, per topic one
+        transaction conditional on what `base` saw; whether each went in."""
+        by_topic: dict[str, dict[int, PartitionRegistration]] = {}
+        for (topic, index), reg in changes.items():
+            by_topic.setdefault(topic, {})[index] = reg
+        done: dict[TopicPartition, bool] = {}
+        for topic, regs in by_topic.items():
+            ok = await trio.to_thread.run_sync(self._write_topic_sync, base, topic, regs)
+            done.update({(topic, i): ok for i in regs})
+            if not ok:
+                self._dirty.set()
+        return done
+
+    def _write_topic_sync(
+        self, base: MetadataImage, topic: str, regs: dict[int, PartitionRegistration]
+    ) -> bool:
+        path = f"/brokers/topics/{topic}"
+        try:
+            data, stat = self.zk.get(path)
+        except NoNodeError:
+            return False
+        raw = json.loads(data)
+        adding = dict(raw.get("adding_replicas") or {})
+        removing = dict(raw.get("removing_replicas") or {})
+        t = self.zk.transaction()
+        for index, reg in regs.items():
+            current = base.partition(topic, index)
+            stored = list(raw["partitions"].get(str(index), []))
+            if current is None or stored != list(current.replicas):
+                return False  # the topic changed since `base`
+            raw["partitions"][str(index)] = list(reg.replicas)
+            for mapping, value in (
+                (adding, reg.adding_replicas),
+                (removing, reg.removing_replicas),
+            ):
+                if value:
+                    mapping[str(index)] = list(value)
+                else:
+                    mapping.pop(str(index), None)
+            if (reg.leader, reg.isr) != (current.leader, current.isr):
+                t.set_data(
+                    state_path(topic, index),
+                    _state_json(reg, self._controller_epoch),
+                    version=current.partition_epoch,
+                )
+        raw["adding_replicas"], raw["removing_replicas"] = adding, removing
+        t.set_data(path, _json(raw), version=stat.version)
+        try:
+            _commit(t)
+        except (BadVersionError, NoNodeError):
+            return False
+        return True
+
+    async def alter_partition_reassignments(
+        self, moves: dict[TopicPartition, list[int] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        await self._reload()
+        image = self.cache.image
+        changes = {}
+        for tp, target in moves.items():
+            reg = image.partition(*tp)
+            if reg is None:
+                continue
+            if target is None:
+                changes[tp] = elections.cancel_reassignment(reg, image)
+            else:
+                changes[tp] = elections.reassign(reg, target)
+        done = await self._write_partitions(image, changes)
+        await self._reload()
+        conflict = (
+            ErrorCode.REASSIGNMENT_IN_PROGRESS,
+            "The partition changed meanwhile; try again.",
+        )
+        return {tp: (ErrorCode.NONE, None) if done.get(tp) else conflict for tp in moves}
 
     async def _rebalance_leaders(self) -> None:
         """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds

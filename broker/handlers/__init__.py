@@ -48,7 +48,7 @@ def build_handlers(
         TopicAdminHandler(metadata, topics, config),
         ConfigsHandler(node_id, config, metadata, controller, topic_configs),
         ElectLeadersHandler(metadata, controller),
-        ReassignmentsHandler(metadata),
+        ReassignmentsHandler(metadata, controller),
         LogDirsHandler(logs, replicas),
         FindCoordinatorHandler(groups, metadata),
         GroupsHandler(groups, metadata),

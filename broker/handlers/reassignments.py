@@ -1,17 +1,23 @@
 """ListPartitionReassignments (key 46) and AlterPartitionReassignments (key 45), version 0.
 
-Gregor never moves replicas, so no reassignment is ever in progress: Kafka
-4.3.1 answers an empty topic list both for "all" (null topics) and for named
-partitions with nothing in flight, existing or not. Altering is answered per
-partition as Kafka's controller validates it (unknown topic or partition,
-then the replica list: empty, unregistered broker, duplicate broker, checked
-in sorted order); cancelling (null replicas) finds nothing to cancel, and
+Reassignment moves a partition's replicas as Kafka's KIP-455 does, through
+the controller (broker/controller/elections.py): the replica set becomes the
+target plus the replicas leaving, the new replicas fetch until they are in
+sync, then the leaving ones are dropped (a leaving leader hands over first)
+and their logs deleted. Until then ListPartitionReassignments shows the
+partition with its adding and removing replicas. Null replicas cancel a
+reassignment in progress (NO_REASSIGNMENT_IN_PROGRESS when there is none);
 asking for the replicas a partition already has is a no-op that succeeds.
-Any other replica set would need data moved, which Gregor does not do.
+Kafka 4.3.1 answers an empty topic list when nothing is in flight, both for
+"all" (null topics) and for named partitions. Each partition is validated
+as Kafka's controller does (unknown topic or partition, then the replica
+list: empty, unregistered broker, duplicate broker, checked in sorted
+order), with Kafka's messages.
 """
 
 from __future__ import annotations
 
+from broker.controller.api import Controller
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
@@ -20,34 +26,73 @@ from wire.error_codes import ErrorCode
 
 
 class ReassignmentsHandler:
-    def __init__(self, metadata: MetadataCache):
+    def __init__(self, metadata: MetadataCache, controller: Controller):
         self.metadata = metadata
+        self.controller = controller
 
     @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS, "0")
     async def list_partition_reassignments(self, ctx: RequestContext, request):
+        image = self.metadata.image
+        if request.topics is None:
+            wanted = [(t.name, i) for t in image.topics.values() for i in sorted(t.partitions)]
+        else:
+            wanted = [(t.name, i) for t in request.topics for i in t.partition_indexes]
+        topics: dict[str, list] = {}
+        for name, index in wanted:
+            reg = image.partition(name, index)
+            if reg is None or not reg.reassigning:
+                continue
+            topics.setdefault(name, []).append(
+                {
+                    "partition_index": index,
+                    "replicas": list(reg.replicas),
+                    "adding_replicas": list(reg.adding_replicas),
+                    "removing_replicas": list(reg.removing_replicas),
+                }
+            )
         return {
             "throttle_time_ms": 0,
             "error_code": ErrorCode.NONE,
             "error_message": None,
-            "topics": [],
+            "topics": [{"name": n, "partitions": parts} for n, parts in topics.items()],
         }
 
     @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0")
     async def alter_partition_reassignments(self, ctx: RequestContext, request):
-        return _alter(self.metadata.image, request)
+        image = self.metadata.image
+        answers: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+        moves: dict[tuple[str, int], list[int] | None] = {}
+        for t in request.topics:
+            for p in t.partitions:
+                tp = (t.name, p.partition_index)
+                error, message = reassignment_error(image, t.name, p.partition_index, p.replicas)
+                current = image.partition(*tp)
+                if error != ErrorCode.NONE or current is None:
+                    answers[tp] = (error, message)
+                elif p.replicas is None or tuple(p.replicas) != current.replicas:
+                    moves[tp] = None if p.replicas is None else list(p.replicas)
+                else:
+                    answers[tp] = (ErrorCode.NONE, None)
+        if moves:
+            answers.update(await self.controller.alter_partition_reassignments(moves))
+        responses = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": answers[(t.name, p.partition_index)][0],
+                        "error_message": answers[(t.name, p.partition_index)][1],
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ]
+        return _answer(responses)
 
 
-def _alter(cluster, request):
-    responses = [
-        {
-            "name": t.name,
-            "partitions": [
-                partition_result(cluster, t.name, p.partition_index, p.replicas)
-                for p in t.partitions
-            ],
-        }
-        for t in request.topics
-    ]
+def _answer(responses):
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
@@ -55,11 +100,6 @@ def _alter(cluster, request):
         "error_message": None if responses else "",
         "responses": responses,
     }
-
-
-def partition_result(cluster, topic_name, index, replicas):
-    error, message = reassignment_error(cluster, topic_name, index, replicas)
-    return {"partition_index": index, "error_code": error, "error_message": message}
 
 
 def reassignment_error(cluster, topic_name, index, replicas):
@@ -73,7 +113,9 @@ def reassignment_error(cluster, topic_name, index, replicas):
             f"Unable to find partition {topic_name}:{index}.",
         )
     if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+        if not partition.reassigning:
+            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+        return ErrorCode.NONE, None
     invalid = ErrorCode.INVALID_REPLICA_ASSIGNMENT
     if not replicas:
         return invalid, "The manual partition assignment includes an empty replica list."
@@ -89,6 +131,4 @@ def reassignment_error(cluster, topic_name, index, replicas):
                 f"The manual partition assignment includes the broker {broker_id} more than once."
             )
         previous = broker_id
-    if tuple(replicas) != tuple(partition.replicas):
-        return invalid, "Gregor does not move replicas between brokers."
     return ErrorCode.NONE, None

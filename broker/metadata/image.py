@@ -64,10 +64,23 @@ class PartitionRegistration:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    # A reassignment in progress (Kafka's RS = TRS + (ORS - TRS)): `replicas`
+    # holds old and new; the new ones catch up, then the old ones go.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """Where a reassignment is going (the replicas when none is)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
     def changed(self, **changes) -> PartitionRegistration:
         """This registration with `changes` and the partition epoch bumped;

@@ -146,6 +146,25 @@ class MemberBackend:
             await self.shared.change_partitions(changes)
             return answers
 
+    async def alter_partition_reassignments(self, moves):
+        async with self.shared._lock:
+            image = self.shared.image
+            changes = {}
+            for tp, target in moves.items():
+                reg = image.partition(*tp)
+                changes[tp] = (
+                    elections.cancel_reassignment(reg, image)
+                    if target is None
+                    else elections.reassign(reg, target)
+                )
+            await self.shared.change_partitions(changes)
+            return {tp: (ErrorCode.NONE, None) for tp in moves}
+
+    async def finish_reassignments(self) -> None:
+        """The controller's duty, on demand: settle reassignments now in sync."""
+        async with self.shared._lock:
+            await self.shared.change_partitions(elections.finished_reassignments(self.shared.image))
+
     async def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
         async with self.shared._lock:
             block = ProducerIdBlock(broker_id, self.shared._next_producer_id, 1000)

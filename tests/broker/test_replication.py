@@ -9,6 +9,8 @@ leader's log instead.
 
 from __future__ import annotations
 
+import os
+
 import trio
 
 from tests.broker.in_process_cluster import Cluster
@@ -145,5 +147,31 @@ def test_a_returning_leader_truncates_the_tail_nobody_acknowledged(tmp_path):
         assert [v for _, v in values_of(follower)] == [b"shared-0", b"shared-1"] + [
             f"new-{i}".encode() for i in range(4)
         ]
+
+    run(tmp_path, scenario)
+
+
+def test_a_reassignment_copies_the_data_then_drops_the_old_replica(tmp_path):
+    async def scenario(cluster, nursery):
+        await cluster.brokers[1].topics.create("t", assignments={0: [1, 2]})
+        partition = cluster.brokers[1].replicas.get("t", 0)
+        info = partition.append_as_leader(tagged("moved", 4), required_acks=-1)
+        await cluster.brokers[1].replicas.wait_for_replication(
+            [(partition, info.next_offset)], 10_000
+        )
+        old_log = partition.log.dir
+        backend = cluster.controller.backend(cluster.brokers[1].metadata, cluster.config(1))
+        await backend.alter_partition_reassignments({("t", 0): [3, 2]})
+        reg = cluster.controller.image.partition("t", 0)
+        assert (reg.replicas, reg.adding_replicas, reg.removing_replicas) == ((3, 2, 1), (3,), (1,))
+        newcomer = cluster.brokers[3].replicas.get("t", 0)
+        await until(lambda: 3 in cluster.controller.image.partition("t", 0).isr, "3 in sync")
+        assert values_of(newcomer) == values_of(partition)
+        await backend.finish_reassignments()
+        reg = cluster.controller.image.partition("t", 0)
+        assert (reg.replicas, reg.adding_replicas, reg.removing_replicas) == ((3, 2), (), ())
+        assert reg.leader in (3, 2) and 1 not in reg.isr  # the leaving leader handed over
+        assert cluster.brokers[1].replicas.get("t", 0) is None
+        assert not os.path.exists(old_log)
 
     run(tmp_path, scenario)
