@@ -44,6 +44,8 @@ EXPECTED_START: dict[str, tuple[tuple[str, ...], int, str, str]] = {
     "kafka-log-dirs": V,
     "kafka-acls": V,
     "kafka-groups": V,
+    "kafka-reassign-partitions": V,
+    "kafka-leader-election": V,
     "kafka-server": V,
     "kafka-verifiable-producer": (("--help",), 1, "stdout", "usage: verifiable-producer"),
     "kafka-verifiable-consumer": (("--help",), 1, "stdout", "usage: verifiable-consumer"),
