@@ -89,6 +89,11 @@ class ReplicaFetcher:
                         log.info("fetching from broker %d: %s", self.leader_id, e)
                         await self._close()
                         await trio.sleep(self.settings.backoff_ms / 1000)
+                    except Exception:
+                        # A fetcher must never take the broker down: log, back off, go on.
+                        log.exception("fetching from broker %d failed", self.leader_id)
+                        await self._close()
+                        await trio.sleep(self.settings.backoff_ms / 1000)
             finally:
                 await self._close()
 

@@ -264,14 +264,18 @@ class ZkMetadataBackend:
         while True:
             await self._dirty.wait()
             self._dirty = trio.Event()
-            if self._session_lost.is_set() and self.zk.connected:
-                self._session_lost = trio.Event()
-                log.warning("ZooKeeper session was lost: registering again")
-                await trio.to_thread.run_sync(self._register)
             try:
+                if self._session_lost.is_set() and self.zk.connected:
+                    log.warning("ZooKeeper session was lost: registering again")
+                    await trio.to_thread.run_sync(self._register)
+                    # Cleared only once registered: a registration cut short by
+                    # another connection loss is tried again on the next pass.
+                    self._session_lost = trio.Event()
                 await self._reload()
             except Exception:
-                log.exception("reading the cluster metadata from ZooKeeper failed")
+                # ZooKeeper going away again mid-read is the case this loop is
+                # for; the broker keeps serving from its last image meanwhile.
+                log.exception("following the cluster metadata in ZooKeeper failed")
                 await trio.sleep(1)
                 self._dirty.set()
 
@@ -366,7 +370,18 @@ class ZkMetadataBackend:
     # --- the active controller ---------------------------------------------------------------
 
     async def _campaign(self) -> None:
-        """Try to become the controller; when /controller goes, try again."""
+        """Try to become the controller; when /controller goes, try again.
+        ZooKeeper being away (a restart, a lost connection) is retried, never
+        the end of the broker."""
+        while True:
+            try:
+                await self._campaign_once()
+            except Exception:
+                log.warning("controller election failed; retrying", exc_info=True)
+                self._is_controller = False
+                await trio.sleep(1)
+
+    async def _campaign_once(self) -> None:
         while True:
             won = await trio.to_thread.run_sync(self._try_become_controller)
             if won:
@@ -529,7 +544,10 @@ class ZkMetadataBackend:
             )
             if changes:
                 log.info("rebalancing leadership to preferred replicas: %s", sorted(changes))
-                await self._write_states(image, changes)
+                try:
+                    await self._write_states(image, changes)
+                except Exception:  # ZooKeeper away: the next check tries again
+                    log.warning("rebalancing leadership failed", exc_info=True)
 
     def _unclean(self, topic: str) -> bool:
         configs = self.cache.image.topics.get(topic)

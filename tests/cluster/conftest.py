@@ -105,6 +105,21 @@ def cluster(tmp_path, zookeeper, request):
     c = GregorCluster(tmp_path, zk, racks=racks, **overrides).start()
     yield c
     c.close()
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        # The brokers' own account of what happened, for a failure seen in CI.
+        for node_id, broker in c.brokers.items():
+            lines = [line for line in broker.output if "kazoo.client" not in line]
+            print(f"--- broker {node_id} (last 80 lines) ---")
+            print("".join(lines[-80:]))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.rep_call = report
 
 
 class _Chrooted:

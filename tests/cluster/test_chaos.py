@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from tests.cluster.checker import Writer, check, read_everything
+from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.cluster.test_failover import admin, create, partitions_of, wait_until
 
 pytestmark = pytest.mark.slow
@@ -158,7 +159,10 @@ def _inflict(cluster, zookeeper, failure: str) -> None:
             cluster.resume(follower)
     elif failure == "restart-zookeeper":
         zookeeper.stop()
-        time.sleep(1)  # ZooKeeper down for a moment: the failure being simulated
+        # Down for longer than a session: every broker's session expires and
+        # each must register again once ZooKeeper is back (this outage length
+        # is the failure being simulated, not a wait for something).
+        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
         zookeeper.start()
     else:
         raise AssertionError(failure)
