@@ -30,19 +30,18 @@ import logstore.unified_log
 from broker.config import BrokerConfig
 from broker.server import Broker
 from logstore.logdir import had_clean_shutdown
-from tests.gregor_process import GregorProcess
-from tests.integration.test_bad_input import (
+from tests.support.gregor import GregorNode, assert_no_traceback
+from tests.support.raw import (
     Closed,
     RawClient,
-    assert_no_traceback,
     assert_serves_requests,
     batch,
-    ensure_topic,
     fetch_body,
     fetch_values,
     latest_offset,
     produce,
 )
+from tests.support.topics import ensure_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -120,7 +119,7 @@ def assert_confluent_producer_works(port: int, topic: str) -> None:
 
 def test_full_log_dir_gives_storage_error_and_the_rest_keeps_serving(tmp_path, tiny_disk):
     roomy_dir = tmp_path / "roomy"
-    broker = GregorProcess(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
+    broker = GregorNode(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
     broker.start()
     try:
         with RawClient(broker.port) as client:
@@ -197,7 +196,7 @@ def test_full_log_dir_gives_storage_error_and_the_rest_keeps_serving(tmp_path, t
 
 def test_topic_created_on_a_full_log_dir(tmp_path, tiny_disk):
     roomy_dir = tmp_path / "roomy"
-    broker = GregorProcess(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
+    broker = GregorNode(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
     broker.start()
     try:
         with RawClient(broker.port) as client:
@@ -229,7 +228,7 @@ def test_stop_and_restart_with_a_full_log_dir_loses_nothing(tmp_path, tiny_disk)
     """SIGTERM while a log dir is full to the last byte, then a restart: every
     acknowledged record is there (once the broker can start)."""
     roomy_dir = tmp_path / "roomy"
-    broker = GregorProcess(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
+    broker = GregorNode(tmp_path / "unused", {"log.dirs": f"{roomy_dir},{tiny_disk}"})
     broker.start()
     problems = []
     try:
