@@ -33,6 +33,9 @@ from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
+# Slow (Kafka's Java tools, broker restarts, retention): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = (

@@ -36,6 +36,9 @@ from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch
 from wire.schema import ZERO_UUID
 
+# Slow (Kafka's Java tools, topic deletion): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 
 needs_java = pytest.mark.skipif(

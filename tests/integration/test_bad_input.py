@@ -924,6 +924,7 @@ def test_idle_connection_is_closed(strict_broker):
     assert_serves_requests(strict_broker.port)
 
 
+@pytest.mark.slow
 def test_busy_connection_is_not_closed_as_idle(strict_broker):
     with RawClient(strict_broker.port) as client:
         for _ in range(6):

@@ -18,6 +18,9 @@ from tests.support.topics import ensure_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
+# Slow (a broker process per test: start-up failures, signals, restarts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 
 def serve(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -32,6 +32,9 @@ from tests.support.topics import create_topic
 from tools import kafka_cli
 from tools.run_kafka import KafkaNode
 
+# Slow (the cleaner at work, an Apache Kafka node): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 30.0
 KEYS = [f"key-{i}" for i in range(5)]
 

@@ -31,6 +31,9 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch
 
+# Slow (broker restarts and kills, time-based segment rolls): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 SEGMENT = "0" * 20
 

@@ -45,6 +45,9 @@ from tests.support.topics import ensure_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
+# Slow (tmpfs mounts, broker restarts on a full disk): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TINY_SIZE = "4m"
 BATCH_RECORDS = 16
 RECORD_BYTES = 1000

@@ -37,6 +37,9 @@ from tests.integration.test_produce_consume import (
 from tests.support.gregor import GregorNode
 from tools import kafka_cli
 
+# Slow (groups of real clients, Kafka's Java consumers): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):

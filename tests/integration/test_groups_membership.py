@@ -35,6 +35,9 @@ from tests.integration.clients import (
 from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
 from tests.support.gregor import GregorNode
 
+# Slow (groups rebalancing in real time, session timeouts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):

@@ -23,6 +23,9 @@ from tests.integration.clients import (
 from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
 from tests.support.gregor import GregorNode
 
+# Slow (rebalances and broker restarts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 PARTITIONS = 6
 PER_PARTITION = 100
 

@@ -39,6 +39,9 @@ from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.protocol import decode_response
 
+# Slow (real producers retrying, a lossy proxy): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 
 

@@ -32,6 +32,9 @@ from tests.support.topics import create_topic
 from tools import kafka_cli
 from wire.records import COMPRESSION_MASK, iter_batches
 
+# Slow (real clients, Kafka's Java tools, retention and offset resets): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TIMEOUT = 20.0  # safety net for each wait; never reached when the broker works
 MIB = 1 << 20

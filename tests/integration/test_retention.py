@@ -19,6 +19,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from tests.support.gregor import GregorNode
 from tests.support.topics import create_topic
 
+# Slow (retention waits): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 SEGMENT_BYTES = 1000  # a batch of one ~150-byte record is ~230 bytes: ~4 batches a segment
 HOUR_MS = 3_600_000
