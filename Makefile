@@ -66,8 +66,10 @@ CHAOS_ROUNDS ?= 20
 chaos: install clients
 	CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(PY) -m pytest tests/cluster/test_chaos.py -q -s -p no:cacheprovider
 
+# Every fast test of every package: all but those marked slow (clusters, Spark,
+# broker restarts, retention waits...), in under a minute. make test runs them all.
 unit: install
-	$(PY) -m pytest tests/wire -q
+	$(PY) -m pytest -m "not slow" -q
 
 # Coverage-guided fuzzing of wire's decoders, bounded in time.
 fuzz: install

@@ -1,7 +1,8 @@
 """The two brokers the benchmark compares, started with the compatibility runner's
-launchers (compat_tests/run.py's GregorNode, tools/run_kafka.py's KafkaNode).
+launcher (compat_tests/runner/launcher.py: tools/run_gregor.py's GregorNode,
+tools/run_kafka.py's KafkaNode).
 
-Both get compat_tests/run.py's BROKER_SETTINGS (single node, the default flush
+Both get the launcher's BROKER_SETTINGS (single node, the default flush
 policy: no fsync by count or time, Kafka's defaults otherwise) on loopback
 ports of their own. Kafka runs as its bin/kafka-server-start.sh runs it: its
 own JVM flags and its default 1 GiB heap (KafkaNode(as_shipped=True)).
@@ -13,10 +14,8 @@ answered request: Kafka accepts connections some time before it serves them.
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import struct
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,13 +24,11 @@ from bench.procstat import Meter, rss_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 
-# compat_tests/run.py is a script (it puts compat_tests/ and tools/ on sys.path);
-# load it under its own name, so that its `run_kafka` is the one used here too.
-_spec = importlib.util.spec_from_file_location("compat_run", REPO / "compat_tests" / "run.py")
-compat_run = importlib.util.module_from_spec(_spec)
-sys.modules["compat_run"] = compat_run
-_spec.loader.exec_module(compat_run)
-run_kafka = compat_run.run_kafka
+# The launcher puts tools/ on sys.path and imports run_kafka from there; its
+# `run_kafka` is the one used here too.
+from compat_tests.runner import launcher  # noqa: E402
+
+run_kafka = launcher.run_kafka
 
 BROKERS = ("gregor", "kafka")
 # quick=True (make bench-smoke, where only the code paths matter): Kafka with the
@@ -136,24 +133,21 @@ class BenchBroker:
 
     def _new_node(self):
         if self.name == "gregor":
-            return compat_run.GregorNode(self.workdir / "gregor")
-        settings = {**compat_run.BROKER_SETTINGS, **compat_run.KAFKA_ONLY}
-        if self.quick:
-            settings.update(QUICK_KAFKA)
-        return run_kafka.KafkaNode(
-            overrides=settings, directory=self.workdir / "kafka", as_shipped=not self.quick
+            return launcher.gregor_node(self.workdir / "gregor")
+        return launcher.kafka_node(
+            self.workdir / "kafka", QUICK_KAFKA if self.quick else None, as_shipped=not self.quick
         )
 
     def start(self, again: bool = False) -> tuple[float, float]:
         """Start (again=True: on the data of the previous, killed, process) and time it."""
-        if self.node is None or (again and self.name == "gregor"):
-            # A GregorNode on the same directory is the same broker; KafkaNode restarts itself.
+        if self.node is None:
             self.node = self._new_node()
         watch = StartWatch(self.node.port)
         try:
             if again and self.name == "kafka":
                 self.node.start(format_storage=False)
             else:
+                # Gregor again: the same data directory and port.
                 self.node.start()
         except Exception as exc:
             raise BrokerError(f"{self.name} did not start: {exc}") from exc
@@ -190,11 +184,7 @@ class BenchBroker:
     def kill(self) -> None:
         """SIGKILL, as a crash; the data stays for start(again=True)."""
         self._end_lifetime()
-        if self.name == "kafka":
-            self.node.kill()
-        else:
-            self.node.proc.kill()
-            self.node.proc.wait()
+        self.node.kill()
 
     def stop(self) -> None:
         self._end_lifetime()

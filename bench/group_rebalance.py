@@ -35,7 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.brokers import compat_run, run_kafka  # noqa: E402
+from bench.brokers import launcher, run_kafka  # noqa: E402
 
 PARTITIONS = 60
 HEARTBEAT_MS = 500
@@ -146,7 +146,7 @@ def main() -> int:
         return 0
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        gregor = compat_run.GregorNode(Path(tmp) / "gregor", overrides=SETTINGS).start()
+        gregor = launcher.gregor_node(Path(tmp) / "gregor", SETTINGS).start()
         try:
             results["gregor"] = measure("gregor", gregor.bootstrap, args.sizes, args.rounds)
         finally:

@@ -7,12 +7,12 @@
     .venv/bin/python bench/run.py --set recovery_bytes=1073741824 --set latency_seconds=10
     .venv/bin/python bench/run.py --smoke                  # make bench-smoke: all of it, tiny
 
-Each round starts one broker (compat_tests/run.py's GregorNode, or
+Each round starts one broker (tools/run_gregor.py's GregorNode, or
 tools/run_kafka.py's KafkaNode as Kafka ships: its JVM flags, its 1 GiB heap),
 runs every selected workload (bench/workloads/) against it with every client
 family (bench/clients/), stops it, and does the same with the other broker;
 the next round starts with the other broker. Both get the same settings
-(compat_tests/run.py's BROKER_SETTINGS: one node, the default flush policy),
+(compat_tests/runner/launcher.py's BROKER_SETTINGS: one node, the default flush policy),
 on loopback.
 
 Writes bench/results/<date>-<commit>.json (every figure of every round), .md

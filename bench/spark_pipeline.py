@@ -38,10 +38,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.broker_throughput import start_gregor  # noqa: E402
-
+from bench.brokers import launcher, run_kafka  # noqa: E402
 from spark import producer, purchases, session, stats, topics  # noqa: E402
-from tools import run_kafka  # noqa: E402
 
 PARTITIONS = 6
 VALUE = b"x" * 1024
@@ -111,10 +109,11 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
-        gregor_proc, gregor_bs, _ = start_gregor(str(tmp_path / "gregor"))
+        gregor = launcher.gregor_node(tmp_path / "gregor", {"num.partitions": str(PARTITIONS)})
+        gregor.start()
         kafka = None
         try:
-            brokers = {"gregor": gregor_bs}
+            brokers = {"gregor": gregor.bootstrap}
             if not args.no_kafka:
                 kafka = run_kafka.KafkaNode(overrides={"num.partitions": PARTITIONS}).start()
                 brokers["kafka"] = kafka.bootstrap
@@ -146,8 +145,7 @@ def main() -> int:
                         stream[name].append(args.purchases / s)
             spark.stop()
         finally:
-            gregor_proc.terminate()
-            gregor_proc.wait(30)
+            gregor.stop()
             if kafka is not None:
                 kafka.stop()
 

@@ -10,13 +10,13 @@ import pytest
 # response dict with a key its schema does not declare (broker/connection.py).
 os.environ["GREGOR_STRICT_RESPONSES"] = "1"
 
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode
 
 
 @pytest.fixture
 def gregor(tmp_path):
     """A fresh single-node Gregor for one test (SIGTERM at the end)."""
-    broker = GregorProcess(tmp_path / "data").start()
+    broker = GregorNode(tmp_path / "data").start()
     yield broker
     broker.stop()
 
@@ -27,7 +27,7 @@ def gregor_factory(tmp_path):
     started = []
 
     def start(overrides=None, data_dir=None, **kwargs):
-        broker = GregorProcess(data_dir or tmp_path / f"data{len(started)}", overrides, **kwargs)
+        broker = GregorNode(data_dir or tmp_path / f"data{len(started)}", overrides, **kwargs)
         started.append(broker)
         return broker.start()
 
@@ -39,6 +39,6 @@ def gregor_factory(tmp_path):
 @pytest.fixture(scope="module")
 def shared_gregor(tmp_path_factory):
     """One Gregor for a whole test module; tests use their own topic names."""
-    broker = GregorProcess(tmp_path_factory.mktemp("gregor") / "data").start()
+    broker = GregorNode(tmp_path_factory.mktemp("gregor") / "data").start()
     yield broker
     broker.stop()

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "wire": {"wire"},
@@ -68,6 +70,7 @@ def test_each_package_imports_only_the_layers_below_it():
                     assert top != "trio", f"{name} imports trio"
 
 
+@pytest.mark.slow
 def test_broker_modules_import_each_other_without_a_cycle():
     broker = modules("broker")
     graph = {

@@ -20,6 +20,9 @@ import pytest
 
 from tools import kafka_cli, kafka_jars
 
+# Slow (each test starts a JVM for one of Kafka's tools): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 KAFKA_VERSION = kafka_jars.KAFKA_VERSION
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INSTALL_HINT = "run `make clients` (tools/install_debian.sh and tools/kafka_jars.py)"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode
 from tools.zookeeper import ZOOKEEPER_JAR, ZooKeeperNode
 
 SESSION_TIMEOUT_MS = 4000
@@ -39,7 +39,7 @@ class GregorCluster:
     ):
         self.zookeeper = zookeeper
         self.brokers = {
-            node_id: GregorProcess(
+            node_id: GregorNode(
                 root / f"broker-{node_id}",
                 {
                     "zookeeper.connect": f"{zookeeper.connect}/gregor",

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.cluster.test_failover import create, partitions_of, wait_until
-from tests.integration.raw_request import kafka_request
+from tests.support.raw import kafka_request
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import iter_batches

@@ -3,6 +3,7 @@
 a restart from the log rebuilds the same committed offsets (and, when no write
 failed, the same groups)."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +181,7 @@ def drive(plan, statics) -> tuple[Harness, list[int]]:
     return h, all_tokens
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops, st.lists(st.booleans(), min_size=SLOTS, max_size=SLOTS))
 def test_random_clients_are_always_answered_and_the_log_replays_to_the_same_state(plan, statics):

@@ -10,8 +10,8 @@ from kafka.admin import NewTopic as KpNewTopic
 from kafka.errors import NoReassignmentInProgressError
 from kafka.structs import TopicPartition
 
-from tests.gregor_process import GregorProcess
-from tests.integration.raw_request import kafka_request
+from tests.support.gregor import GregorNode
+from tests.support.raw import kafka_request
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -27,7 +27,7 @@ needs_java = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    node = GregorProcess(
+    node = GregorNode(
         tmp_path_factory.mktemp("admin-cluster") / "data",
         {"auto.create.topics.enable": "false"},
     ).start()

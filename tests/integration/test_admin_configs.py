@@ -21,17 +21,20 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
-    NewTopic,
     ResourceType,
 )
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 
-from tests.gregor_process import GregorProcess
-from tests.integration.raw_request import kafka_request
+from tests.support.gregor import GregorNode
+from tests.support.raw import kafka_request
+from tests.support.topics import create_topic
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+
+# Slow (Kafka's Java tools, broker restarts, retention): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 TOPIC, BROKER = 2, 4
@@ -50,7 +53,7 @@ needs_java = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    node = GregorProcess(tmp_path_factory.mktemp("admin-configs") / "data").start()
+    node = GregorNode(tmp_path_factory.mktemp("admin-configs") / "data").start()
     yield node
     node.stop()
 
@@ -68,13 +71,6 @@ def kp_admin(broker):
 
 
 # --- helpers ----------------------------------------------------------------------
-
-
-def create_topic(admin, name, partitions=1, **configs):
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, 1, config=configs)], operation_timeout=TIMEOUT
-    )
-    futures[name].result(timeout=TIMEOUT)
 
 
 def describe(admin, resource_type, name) -> dict[str, ConfigEntry]:
@@ -176,8 +172,8 @@ def produce(bootstrap, topic, *values):
 # --- DescribeConfigs --------------------------------------------------------------
 
 
-def test_a_config_set_at_creation_is_reported_as_a_dynamic_topic_config(admin, kp_admin):
-    create_topic(admin, "described", **{"retention.ms": "3600000"})
+def test_a_config_set_at_creation_is_reported_as_a_dynamic_topic_config(broker, admin, kp_admin):
+    create_topic(broker.bootstrap, "described", config={"retention.ms": "3600000"})
     configs = describe(admin, ResourceType.TOPIC, "described")
     retention = configs["retention.ms"]
     assert (retention.value, retention.source) == (
@@ -220,7 +216,7 @@ def test_describe_configs_answers_each_version_with_synonyms_types_and_documenta
     broker, admin, version
 ):
     name = f"describe-v{version}"
-    create_topic(admin, name, **{"cleanup.policy": "compact"})
+    create_topic(broker.bootstrap, name, config={"cleanup.policy": "compact"})
     (result,) = raw_describe(
         broker.bootstrap, version, [(TOPIC, name, ["cleanup.policy", "no.such.key"])],
         synonyms=True, documentation=True,
@@ -258,8 +254,8 @@ def test_broker_configs_describe_sources_read_only_and_sensitive_keys(admin, bro
 # --- altering topic configs --------------------------------------------------------
 
 
-def test_incremental_alter_sets_deletes_appends_and_subtracts(admin):
-    create_topic(admin, "altered", **{"retention.ms": "3600000"})
+def test_incremental_alter_sets_deletes_appends_and_subtracts(broker, admin):
+    create_topic(broker.bootstrap, "altered", config={"retention.ms": "3600000"})
     assert incremental(
         admin, ResourceType.TOPIC, "altered",
         ("segment.ms", SET, "600000"), ("retention.ms", DELETE, None),
@@ -278,7 +274,9 @@ def test_incremental_alter_sets_deletes_appends_and_subtracts(admin):
 
 
 def test_alter_configs_replaces_the_whole_override_set(admin, broker):
-    create_topic(admin, "replaced", **{"retention.ms": "3600000", "segment.ms": "600000"})
+    create_topic(
+        broker.bootstrap, "replaced", config={"retention.ms": "3600000", "segment.ms": "600000"}
+    )
     resource = ConfigResource(ResourceType.TOPIC, "replaced", set_config={"flush.ms": "1000"})
     with pytest.warns(DeprecationWarning):
         futures = admin.alter_configs([resource])
@@ -290,8 +288,8 @@ def test_alter_configs_replaces_the_whole_override_set(admin, broker):
         assert overrides(admin, "replaced") == {"max.message.bytes": str(2048 + version)}
 
 
-def test_kafka_python_alters_with_either_api(admin, kp_admin):
-    create_topic(admin, "kp-altered", **{"retention.ms": "3600000"})
+def test_kafka_python_alters_with_either_api(broker, admin, kp_admin):
+    create_topic(broker.bootstrap, "kp-altered", config={"retention.ms": "3600000"})
     for incremental_api, value in ((True, "1000"), (False, "2000")):
         resource = KpConfigResource(
             ConfigResourceType.TOPIC, "kp-altered", configs={"flush.ms": value}
@@ -303,7 +301,7 @@ def test_kafka_python_alters_with_either_api(admin, kp_admin):
 
 
 def test_validate_only_checks_and_changes_nothing(admin, broker):
-    create_topic(admin, "unchanged", **{"retention.ms": "3600000"})
+    create_topic(broker.bootstrap, "unchanged", config={"retention.ms": "3600000"})
     assert (
         incremental(
             admin,
@@ -335,16 +333,16 @@ def test_validate_only_checks_and_changes_nothing(admin, broker):
         (("retention.ms", APPEND, "1"), "Can't APPEND to key retention.ms because its type is not LIST."),
     ],
 )  # fmt: skip
-def test_a_bad_topic_config_is_invalid_config_naming_the_key(admin, kp_admin, op, message):
+def test_a_bad_topic_config_is_invalid_config_naming_the_key(broker, admin, kp_admin, op, message):
     topic = "bad-alter-" + op[0].replace(".", "-") + f"-{op[1].value}"
-    create_topic(admin, topic)
+    create_topic(broker.bootstrap, topic)
     err = incremental(admin, ResourceType.TOPIC, topic, op)
     assert (err.code(), err.str()) == (KafkaError.INVALID_CONFIG, message)
     assert overrides(admin, topic) == {}
 
 
-def test_kafka_python_alter_with_a_bad_value_is_invalid_configuration(admin, kp_admin):
-    create_topic(admin, "kp-bad-alter")
+def test_kafka_python_alter_with_a_bad_value_is_invalid_configuration(broker, admin, kp_admin):
+    create_topic(broker.bootstrap, "kp-bad-alter")
     resource = KpConfigResource(
         ConfigResourceType.TOPIC, "kp-bad-alter", configs={"retention.ms": "x"}
     )
@@ -369,7 +367,7 @@ def test_altering_an_unknown_topic_is_unknown_topic_or_partition(broker):
 
 
 def test_malformed_alter_requests_are_invalid_request(admin, broker):
-    create_topic(admin, "malformed")
+    create_topic(broker.bootstrap, "malformed")
     assert raw_incremental(
         broker.bootstrap,
         [
@@ -395,7 +393,7 @@ def test_malformed_alter_requests_are_invalid_request(admin, broker):
 
 def test_broker_config_changes_are_reported_and_become_topic_defaults(admin, broker):
     # confluent-kafka refuses the cluster-default resource (name ""): raw requests for it.
-    create_topic(admin, "inherits")
+    create_topic(broker.bootstrap, "inherits")
     assert (
         incremental(admin, ResourceType.BROKER, "1", ("log.retention.ms", SET, "7200000")) is None
     )
@@ -473,8 +471,8 @@ def test_broker_config_errors_are_kafkas(broker):
 def test_config_changes_reach_the_partition_logs(gregor_factory):
     node = gregor_factory({"log.retention.check.interval.ms": 100})
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
-    create_topic(admin, "topic-retention")
-    create_topic(admin, "broker-retention")
+    create_topic(node.bootstrap, "topic-retention")
+    create_topic(node.bootstrap, "broker-retention")
     produce(node.bootstrap, "topic-retention", b"a", b"b")
     produce(node.bootstrap, "broker-retention", b"a", b"b")
     time.sleep(0.5)  # several retention checks with the default (a week) delete nothing
@@ -503,7 +501,7 @@ def _wait_for(condition, timeout=TIMEOUT):
 
 def test_topic_configs_survive_a_broker_restart(gregor):
     admin = AdminClient({"bootstrap.servers": gregor.bootstrap})
-    create_topic(admin, "kept", **{"retention.ms": "3600000"})
+    create_topic(gregor.bootstrap, "kept", config={"retention.ms": "3600000"})
     assert (
         incremental(admin, ResourceType.TOPIC, "kept", ("cleanup.policy", SET, "compact")) is None
     )
@@ -525,7 +523,7 @@ def test_topic_configs_survive_a_broker_restart(gregor):
 
 @needs_java
 def test_kafka_configs_tool_alters_and_describes_topics(broker, admin):
-    create_topic(admin, "cli-configs")
+    create_topic(broker.bootstrap, "cli-configs")
     added = configs_tool(
         broker, "--entity-type", "topics", "--entity-name", "cli-configs", "--alter",
         "--add-config", "retention.ms=120000,cleanup.policy=[compact,delete]",

@@ -28,13 +28,16 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from tests.gregor_process import GregorProcess
-from tests.integration.raw_request import kafka_request
+from tests.support.gregor import GregorNode
+from tests.support.raw import RawClient, kafka_request
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch
 from wire.schema import ZERO_UUID
+
+# Slow (Kafka's Java tools, topic deletion): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 
@@ -46,7 +49,7 @@ needs_java = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    node = GregorProcess(
+    node = GregorNode(
         tmp_path_factory.mktemp("admin-topics") / "data",
         {"auto.create.topics.enable": "false"},
     ).start()
@@ -571,3 +574,22 @@ def test_auto_created_topics_get_num_partitions(gregor_factory):
     assert producer.flush(20) == 0
     topic = producer.list_topics("auto-three", timeout=20).topics["auto-three"]
     assert sorted(topic.partitions) == [0, 1, 2]
+
+
+def test_auto_creation_answers_leader_not_available_then_the_topic(gregor):
+    """Kafka's answer to a Metadata request that auto-creates a topic: the topic with
+    LEADER_NOT_AVAILABLE, and the topic itself on the next request."""
+    with RawClient(gregor.bootstrap) as client:
+        codes = []
+        for _ in range(2):
+            response = client.call(
+                ApiKey.METADATA,
+                12,
+                {
+                    "topics": [{"name": "auto-created", "topic_id": ZERO_UUID}],
+                    "allow_auto_topic_creation": True,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+            codes.append(response.topics[0].error_code)
+    assert codes == [ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NONE]

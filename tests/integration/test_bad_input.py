@@ -36,11 +36,25 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode, assert_no_traceback
+from tests.support.raw import (
+    RawClient,
+    assert_serves_requests,
+    batch,
+    fetch_body,
+    fetch_values,
+    latest_offset,
+    patch,
+    produce,
+    produce_body,
+    raw_header,
+    software,
+)
+from tests.support.topics import create_topic, ensure_topic, unique_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.framing import FrameSplitter, encode_frame
-from wire.protocol import decode_response, encode_request
+from wire.framing import encode_frame
+from wire.protocol import encode_request
 from wire.records import (
     CONTROL_MASK,
     GZIP,
@@ -70,206 +84,10 @@ MAX_TIMESTAMP_POS = 35
 RECORDS_COUNT_POS = 57
 
 
-# --- a raw Kafka client -------------------------------------------------------------
+# --- checks ---------------------------------------------------------------------------
 
 
-class Closed(Exception):
-    """The broker closed the connection."""
-
-
-class RawClient:
-    """A blocking socket speaking Kafka frames, encoded with Gregor's own `wire`."""
-
-    def __init__(self, port: int, timeout: float = 10):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.splitter = FrameSplitter(2**31 - 1)
-        self.next_correlation_id = 1
-
-    def __enter__(self) -> RawClient:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def send(self, api_key: int, version: int, body, correlation_id: int | None = None) -> int:
-        if correlation_id is None:
-            correlation_id = self.next_correlation_id
-            self.next_correlation_id += 1
-        self.send_raw(encode_frame(encode_request(api_key, version, correlation_id, body)))
-        return correlation_id
-
-    def receive_frame(self) -> bytes:
-        while True:
-            frame = self.splitter.next_frame()
-            if frame is not None:
-                return bytes(frame)
-            try:
-                data = self.sock.recv(65536)
-            except ConnectionResetError:
-                data = b""
-            if not data:
-                raise Closed
-            self.splitter.feed(data)
-
-    def receive(self, api_key: int, version: int):
-        """(correlation id, body) of the next response."""
-        return decode_response(api_key, version, self.receive_frame())
-
-    def call(self, api_key: int, version: int, body):
-        sent = self.send(api_key, version, body)
-        correlation_id, response = self.receive(api_key, version)
-        assert correlation_id == sent
-        return response
-
-    def wait_closed(self, timeout: float = 5) -> bytes:
-        """Read until the broker closes the connection; what it sent before.
-        Fails if it is still open after `timeout` seconds."""
-        received = bytearray()
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                pytest.fail(f"the broker did not close the connection within {timeout}s")
-            self.sock.settimeout(left)
-            try:
-                data = self.sock.recv(65536)
-            except ConnectionResetError:
-                return bytes(received)
-            except TimeoutError:
-                continue
-            if not data:
-                return bytes(received)
-            received += data
-
-
-def raw_header(api_key: int, version: int, correlation_id: int, client_id: bytes = b"raw") -> bytes:
-    """A request header v1 for keys and versions `encode_request` refuses to encode."""
-    return struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
-
-
-# --- requests -------------------------------------------------------------------------
-
-
-def ensure_topic(client: RawClient, name: str) -> None:
-    """Create `name` through Metadata auto-creation and wait for its leader."""
-    deadline = time.monotonic() + 10
-    while True:
-        response = client.call(
-            ApiKey.METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": True}
-        )
-        (topic,) = response.topics
-        if topic.error_code == ErrorCode.NONE and all(
-            p.error_code == ErrorCode.NONE and p.leader_id >= 0 for p in topic.partitions
-        ):
-            return
-        assert time.monotonic() < deadline, f"topic {name} not ready: {topic}"
-        time.sleep(0.05)
-
-
-def produce_body(topic: str, records, partition: int = 0, acks: int = 1) -> dict:
-    return {
-        "acks": acks,
-        "timeout_ms": 5000,
-        "topic_data": [
-            {"name": topic, "partition_data": [{"index": partition, "records": records}]}
-        ],
-    }
-
-
-def produce(client: RawClient, topic: str, records, partition: int = 0, version: int = 9):
-    """The partition response of a one-partition Produce with acks=1."""
-    response = client.call(ApiKey.PRODUCE, version, produce_body(topic, records, partition))
-    (topic_response,) = response.responses
-    (partition_response,) = topic_response.partition_responses
-    return partition_response
-
-
-def latest_offset(client: RawClient, topic: str, partition: int = 0) -> int:
-    response = client.call(
-        ApiKey.LIST_OFFSETS,
-        7,
-        {
-            "replica_id": -1,
-            "topics": [
-                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}
-            ],
-        },
-    )
-    (p,) = response.topics[0].partitions
-    assert p.error_code == ErrorCode.NONE, p
-    return p.offset
-
-
-def fetch_body(topic: str, partition: int = 0, offset: int = 0) -> dict:
-    """A Fetch v12 request for one partition from `offset`, not waiting."""
-    return {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "max_bytes": 1 << 20,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
-                ],
-            }
-        ],
-    }
-
-
-def fetch_values(client: RawClient, topic: str, partition: int = 0) -> list[bytes | None]:
-    """Every record value of the partition from offset 0 up to the high watermark."""
-    values: list[bytes | None] = []
-    offset = 0
-    while True:
-        response = client.call(ApiKey.FETCH, 12, fetch_body(topic, partition, offset))
-        (p,) = response.responses[0].partitions
-        assert p.error_code == ErrorCode.NONE, p
-        records = bytes(p.records or b"")
-        before = offset
-        for pos, header in iter_batches(records, partial_tail=True):
-            for record in iter_records(records, pos):
-                record_offset = header.base_offset + record.offset_delta
-                if record_offset >= offset:
-                    values.append(record.value)
-                    offset = record_offset + 1
-        if offset >= p.high_watermark or offset == before:
-            assert offset == p.high_watermark, f"stuck at {offset} below {p.high_watermark}"
-            return values
-
-
-def batch(values, **kwargs) -> bytearray:
-    """A writable v2 batch of (key None, value) records stamped now."""
-    now = int(time.time() * 1000)
-    return bytearray(build_batch([RecordInput(None, v, timestamp=now) for v in values], **kwargs))
-
-
-def patch(buf: bytearray, fmt: str, pos: int, value: int, *, fix_crc: bool = True) -> bytearray:
-    struct.pack_into(fmt, buf, pos, value)
-    if fix_crc:
-        write_crc(buf)
-    return buf
-
-
-def assert_serves_requests(port: int) -> None:
-    """ApiVersions and Metadata answer on a new connection."""
-    with RawClient(port) as client:
-        response = client.call(ApiKey.API_VERSIONS, 3, _software())
-        assert response.error_code == ErrorCode.NONE
-        served = {k.api_key for k in response.api_keys}
-        assert {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA} <= served
-        metadata = client.call(ApiKey.METADATA, 12, {"topics": None})
-        assert [b.port for b in metadata.brokers] == [port]
-
-
-def assert_real_client_works(broker: GregorProcess) -> None:
+def assert_real_client_works(broker: GregorNode) -> None:
     """confluent-kafka produces to a new topic and reads it back."""
     topic = f"normal-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
@@ -294,21 +112,12 @@ def assert_real_client_works(broker: GregorProcess) -> None:
     assert got == [f"v{i}".encode() for i in range(5)]
 
 
-def _software(name: str = "gregor-tests", version: str = "1.0") -> dict:
-    return {"client_software_name": name, "client_software_version": version}
-
-
-def assert_no_traceback(broker: GregorProcess) -> None:
-    log = broker.log()
-    assert "Traceback" not in log, log[log.index("Traceback") - 2000 :]
-
-
 # --- fixtures -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def _shared_broker(tmp_path_factory):
-    broker = GregorProcess(tmp_path_factory.mktemp("bad-input") / "data", SHARED_OVERRIDES)
+    broker = GregorNode(tmp_path_factory.mktemp("bad-input") / "data", SHARED_OVERRIDES)
     broker.start()
     try:
         with RawClient(broker.port) as client:
@@ -336,7 +145,7 @@ def broker(_shared_broker):
 @pytest.fixture(scope="module")
 def strict_broker(tmp_path_factory):
     """No topic auto-creation; idle connections close after a second."""
-    broker = GregorProcess(
+    broker = GregorNode(
         tmp_path_factory.mktemp("strict") / "data",
         {"auto.create.topics.enable": False, "connections.max.idle.ms": 1000},
     )
@@ -347,7 +156,8 @@ def strict_broker(tmp_path_factory):
 
 
 def new_topic(client: RawClient, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    """A fresh topic, auto-created by Metadata (the broker's default settings)."""
+    name = unique_name(prefix)
     ensure_topic(client, name)
     return name
 
@@ -364,11 +174,11 @@ def test_random_garbage_on_many_connections(broker):
         target = new_topic(setup, "garbage-target")
         versions = {
             k.api_key: (k.min_version, k.max_version)
-            for k in setup.call(ApiKey.API_VERSIONS, 3, _software()).api_keys
+            for k in setup.call(ApiKey.API_VERSIONS, 3, software()).api_keys
         }
     valid = [
         encode_request(ApiKey.METADATA, 12, 1, {"topics": [{"name": target}]}),
-        encode_request(ApiKey.API_VERSIONS, 3, 1, _software()),
+        encode_request(ApiKey.API_VERSIONS, 3, 1, software()),
         encode_request(ApiKey.PRODUCE, 9, 1, produce_body(target, batch([b"x" * 20] * 3))),
         encode_request(ApiKey.PRODUCE, 3, 1, produce_body(target, batch([b"y"]))),
         encode_request(
@@ -410,10 +220,10 @@ def test_random_garbage_on_many_connections(broker):
 
 def test_negative_frame_size_closes_only_that_connection(broker):
     with RawClient(broker.port) as bystander, RawClient(broker.port) as client:
-        bystander.call(ApiKey.API_VERSIONS, 3, _software())
+        bystander.call(ApiKey.API_VERSIONS, 3, software())
         client.send_raw(struct.pack(">i", -1))
         assert client.wait_closed() == b""
-        bystander.call(ApiKey.API_VERSIONS, 3, _software())
+        bystander.call(ApiKey.API_VERSIONS, 3, software())
     assert broker.wait_for_log("invalid frame size -1"), broker.log()
 
 
@@ -423,7 +233,7 @@ def test_requests_before_a_bad_size_are_answered_then_the_connection_closes(brok
     that arrived whole before a bad size (even in the same packet) are answered."""
     with RawClient(broker.port) as client:
         topic = new_topic(client, "before-bad-size")
-        payload = encode_frame(encode_request(ApiKey.API_VERSIONS, 3, 5, _software()))
+        payload = encode_frame(encode_request(ApiKey.API_VERSIONS, 3, 5, software()))
         payload += encode_frame(
             encode_request(ApiKey.PRODUCE, 9, 6, produce_body(topic, batch([b"kept"])))
         )
@@ -500,7 +310,7 @@ _METADATA = encode_request(ApiKey.METADATA, 12, 7, {"topics": [{"name": "some-to
 )
 def test_malformed_request_closes_only_that_connection(broker, frame):
     with RawClient(broker.port) as bystander, RawClient(broker.port) as client:
-        bystander.call(ApiKey.API_VERSIONS, 3, _software())
+        bystander.call(ApiKey.API_VERSIONS, 3, software())
         client.send_raw(frame)
         assert client.wait_closed() == b"", "a malformed request got an answer"
         bystander.call(ApiKey.METADATA, 12, {"topics": None})
@@ -546,7 +356,7 @@ def test_api_versions_above_range_gets_a_v0_answer(broker, version):
             (ApiKey.API_VERSIONS, 0, 4)
         ]
         # The client retries with a version it now knows, on the same connection.
-        retry = client.call(ApiKey.API_VERSIONS, 4, _software())
+        retry = client.call(ApiKey.API_VERSIONS, 4, software())
         assert retry.error_code == ErrorCode.NONE
         assert len(retry.api_keys) > 1
 
@@ -557,7 +367,7 @@ def test_api_versions_above_range_gets_a_v0_answer(broker, version):
 )
 def test_api_versions_v3_invalid_client_software_is_invalid_request(broker, name, version):
     with RawClient(broker.port) as client:
-        response = client.call(ApiKey.API_VERSIONS, 3, _software(name, version))
+        response = client.call(ApiKey.API_VERSIONS, 3, software(name, version))
         assert response.error_code == ErrorCode.INVALID_REQUEST
 
 
@@ -570,31 +380,6 @@ def test_api_versions_v3_invalid_client_software_is_invalid_request(broker, name
 
 NO_LOG_START = -1
 LOG_START = 0  # a fresh partition's log start offset
-
-
-def create_topic(client: RawClient, prefix: str, configs: dict[str, str]) -> str:
-    """A one-partition topic with `configs`, created with CreateTopics."""
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    response = client.call(
-        ApiKey.CREATE_TOPICS,
-        5,
-        {
-            "topics": [
-                {
-                    "name": name,
-                    "num_partitions": 1,
-                    "replication_factor": 1,
-                    "assignments": [],
-                    "configs": [{"name": k, "value": v} for k, v in configs.items()],
-                }
-            ],
-            "timeout_ms": 10000,
-            "validate_only": False,
-        },
-    )
-    assert response.topics[0].error_code == ErrorCode.NONE, response
-    ensure_topic(client, name)
-    return name
 
 
 def answer(r) -> tuple:
@@ -811,7 +596,7 @@ def test_bytes_after_the_batch_are_dropped_as_kafka_does(broker, after):
 
 def test_keyless_records_on_a_compacted_topic_are_listed_per_record(broker):
     with RawClient(broker.port) as client:
-        topic = create_topic(client, "compacted", {"cleanup.policy": "compact"})
+        topic = create_topic(client, unique_name("compacted"), config={"cleanup.policy": "compact"})
         now = int(time.time() * 1000)
         records = [RecordInput(k, b"v", timestamp=now) for k in (None, b"k", None, None, None)]
         r = produce(client, topic, bytearray(build_batch(records)))
@@ -839,8 +624,8 @@ def test_timestamps_out_of_range_are_listed_per_record(broker):
     with RawClient(broker.port) as client:
         topic = create_topic(
             client,
-            "bounded",
-            {
+            unique_name("bounded"),
+            config={
                 "message.timestamp.before.max.ms": str(hour),
                 "message.timestamp.after.max.ms": str(hour),
             },
@@ -913,7 +698,9 @@ def test_client_log_append_time_without_timestamp_is_refused_per_record(broker):
 
 def test_client_log_append_time_on_a_log_append_time_topic_is_refused(broker):
     with RawClient(broker.port) as client:
-        topic = create_topic(client, "lat-topic", {"message.timestamp.type": "LogAppendTime"})
+        topic = create_topic(
+            client, unique_name("lat-topic"), config={"message.timestamp.type": "LogAppendTime"}
+        )
         now = int(time.time() * 1000)
         buf = build_batch([RecordInput(None, b"v", timestamp=now)], timestamp_type=LOG_APPEND_TIME)
         r = produce(client, topic, bytearray(buf))
@@ -1002,7 +789,7 @@ def test_produce_to_a_deleted_topic(broker):
     with RawClient(broker.port) as client:
         served = {
             k.api_key: k.max_version
-            for k in client.call(ApiKey.API_VERSIONS, 3, _software()).api_keys
+            for k in client.call(ApiKey.API_VERSIONS, 3, software()).api_keys
         }
         if ApiKey.DELETE_TOPICS not in served:
             pytest.skip(
@@ -1048,7 +835,7 @@ def test_pipelined_requests_are_answered_in_order(broker):
             correlation_id = 1000 + i
             kind = i % 5
             if kind == 0:
-                key, version, body = ApiKey.API_VERSIONS, 3, _software()
+                key, version, body = ApiKey.API_VERSIONS, 3, software()
             elif kind == 1:
                 key, version, body = ApiKey.METADATA, 12, {"topics": [{"name": topic}]}
             elif kind == 4:
@@ -1127,7 +914,7 @@ def test_client_that_disconnects_during_a_large_fetch_answer(broker):
 
 def test_idle_connection_is_closed(strict_broker):
     with RawClient(strict_broker.port) as idle, RawClient(strict_broker.port) as partial:
-        idle.call(ApiKey.API_VERSIONS, 3, _software())
+        idle.call(ApiKey.API_VERSIONS, 3, software())
         partial.send_raw(struct.pack(">i", 100) + b"\x00\x12")
         started = time.monotonic()
         assert idle.wait_closed(timeout=10) == b""
@@ -1137,11 +924,12 @@ def test_idle_connection_is_closed(strict_broker):
     assert_serves_requests(strict_broker.port)
 
 
+@pytest.mark.slow
 def test_busy_connection_is_not_closed_as_idle(strict_broker):
     with RawClient(strict_broker.port) as client:
         for _ in range(6):
             time.sleep(0.4)
-            client.call(ApiKey.API_VERSIONS, 3, _software())
+            client.call(ApiKey.API_VERSIONS, 3, software())
 
 
 def test_real_clients_still_work_after_all_of_it(broker):

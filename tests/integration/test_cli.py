@@ -12,17 +12,14 @@ import time
 
 import pytest
 
-from tests.gregor_process import GregorProcess
-from tests.integration.test_bad_input import (
-    RawClient,
-    batch,
-    ensure_topic,
-    fetch_body,
-    fetch_values,
-    produce,
-)
+from tests.support.gregor import GregorNode
+from tests.support.raw import RawClient, batch, fetch_body, fetch_values, produce
+from tests.support.topics import ensure_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+
+# Slow (a broker process per test: start-up failures, signals, restarts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 
 def serve(*args: str) -> subprocess.CompletedProcess:
@@ -98,7 +95,7 @@ def test_missing_properties_file_exits_2(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_answers_the_long_poll_in_flight_then_exits_0(tmp_path, sig):
-    broker = GregorProcess(tmp_path / "data").start()
+    broker = GregorNode(tmp_path / "data").start()
     try:
         with RawClient(broker.port, timeout=30) as client:
             ensure_topic(client, "waiting")
@@ -121,5 +118,5 @@ def test_signal_answers_the_long_poll_in_flight_then_exits_0(tmp_path, sig):
     finally:
         broker.kill()
     # The record acknowledged before the stop is there after a restart.
-    with GregorProcess(tmp_path / "data") as again, RawClient(again.port) as client:
+    with GregorNode(tmp_path / "data") as again, RawClient(again.port) as client:
         assert fetch_values(client, "waiting") == [b"kept"]

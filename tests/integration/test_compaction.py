@@ -23,14 +23,17 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewTopic,
     ResourceType,
 )
 
 from logstore.checkpoint import read_offset_checkpoint
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode
+from tests.support.topics import create_topic
 from tools import kafka_cli
 from tools.run_kafka import KafkaNode
+
+# Slow (the cleaner at work, an Apache Kafka node): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 30.0
 KEYS = [f"key-{i}" for i in range(5)]
@@ -38,18 +41,12 @@ KEYS = [f"key-{i}" for i in range(5)]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = GregorProcess(
+    process = GregorNode(
         tmp_path_factory.mktemp("compaction") / "data",
         {"log.cleaner.backoff.ms": 100},
     ).start()
     yield process
     process.stop()
-
-
-def create_topic(bootstrap, name, config) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, 1, config=config)], operation_timeout=TIMEOUT)
-    futures[name].result(TIMEOUT)
 
 
 def produce(bootstrap, topic, records) -> dict[int, tuple[str, str | None]]:
@@ -118,7 +115,7 @@ def test_compacted_topic_keeps_latest_value_per_key_at_original_offsets(broker):
     create_topic(
         broker.bootstrap,
         topic,
-        {
+        config={
             "cleanup.policy": "compact",
             "internal.segment.bytes": "1200",
             "min.cleanable.dirty.ratio": "0.01",
@@ -184,7 +181,7 @@ def test_consumer_offsets_is_compacted_and_commits_survive_a_restart(tmp_path):
     commits of the same partitions shrink to the latest one per group, and a
     restarted broker replays the compacted log into the same committed
     offsets."""
-    process = GregorProcess(
+    process = GregorNode(
         tmp_path / "data",
         {
             "log.cleaner.backoff.ms": 100,
@@ -194,7 +191,7 @@ def test_consumer_offsets_is_compacted_and_commits_survive_a_restart(tmp_path):
         },
     ).start()
     try:
-        create_topic(process.bootstrap, "committed", {})
+        create_topic(process.bootstrap, "committed", config={})
         groups = [f"group-{i}" for i in range(3)]
         metadata = "m" * 3500  # big commits: the 1 MiB segments roll quickly
         consumers = {
@@ -248,7 +245,7 @@ def _compact_and_dump(bootstrap: str, data_dir: Path) -> str:
     create_topic(
         bootstrap,
         topic,
-        {
+        config={
             "cleanup.policy": "delete",
             "retention.ms": "-1",
             "internal.segment.bytes": "1200",
@@ -319,7 +316,7 @@ def test_cleaned_segments_hold_the_batches_apache_kafka_writes(tmp_path):
         assert node.dir is not None
         kafka = _compact_and_dump(node.bootstrap, node.dir / "data")
     gregor_dir = tmp_path / "gregor"
-    process = GregorProcess(gregor_dir, {"log.cleaner.backoff.ms": 100}).start()
+    process = GregorNode(gregor_dir, {"log.cleaner.backoff.ms": 100}).start()
     try:
         gregor = _compact_and_dump(process.bootstrap, gregor_dir)
     finally:
@@ -368,7 +365,7 @@ def test_consumers_read_correct_records_while_the_cleaner_swaps_segments(broker)
     create_topic(
         broker.bootstrap,
         topic,
-        {
+        config={
             "cleanup.policy": "compact",
             "internal.segment.bytes": "1200",
             "min.cleanable.dirty.ratio": "0.01",

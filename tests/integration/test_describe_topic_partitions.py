@@ -9,13 +9,12 @@ One broker serves the module; every test uses its own topic names.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from tests.gregor_process import GregorProcess
-from tests.integration.raw_request import kafka_request
+from tests.support.gregor import GregorNode
+from tests.support.raw import kafka_request
+from tests.support.topics import create_topic, unique_name
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -29,32 +28,18 @@ needs_java = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    node = GregorProcess(tmp_path_factory.mktemp("describe-topic-partitions") / "data").start()
+    node = GregorNode(tmp_path_factory.mktemp("describe-topic-partitions") / "data").start()
     yield node
     node.stop()
 
 
 def create_topics(broker, prefix: str = "dtp", **partitions: int) -> dict[str, str]:
     """Create topics sharing a fresh prefix: a=3 -> {"a": "<prefix>-<hex>-a"}."""
-    prefix = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    names = {key: f"{prefix}-{key}" for key in partitions}
-    body = {
-        "topics": [
-            {
-                "name": names[key],
-                "num_partitions": count,
-                "replication_factor": 1,
-                "assignments": [],
-                "configs": [],
-            }
-            for key, count in partitions.items()
-        ],
-        "timeout_ms": 10000,
-        "validate_only": False,
+    prefix = unique_name(prefix)
+    return {
+        key: create_topic(broker.bootstrap, f"{prefix}-{key}", count)
+        for key, count in partitions.items()
     }
-    response = kafka_request(broker.bootstrap, ApiKey.CREATE_TOPICS, 5, body)
-    assert [t.error_code for t in response.topics] == [ErrorCode.NONE] * len(partitions)
-    return names
 
 
 def describe(broker, topics, limit=2000, cursor=None):

@@ -15,28 +15,30 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-from tests.integration.raw_request import RawClient, kafka_request
-from tests.integration.raw_request import idempotent_batch as batch
+from tests.support.raw import (
+    RawClient,
+    error_and_offset,
+    init_producer_id,
+    kafka_request,
+    produce,
+)
+from tests.support.raw import idempotent_batch as batch
+from tests.support.topics import create_topic, ensure_topic
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch
+
+# Slow (broker restarts and kills, time-based segment rolls): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 SEGMENT = "0" * 20
 
 
 # --- helpers ---------------------------------------------------------------------
-
-
-def create_topic(bootstrap, name, partitions=1, config=None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, config=config or {})], operation_timeout=TIMEOUT
-    )
-    futures[name].result(TIMEOUT)
 
 
 def read_partition(bootstrap, topic, partition) -> list[tuple]:
@@ -260,12 +262,12 @@ def test_graceful_stop_runs_no_background_duty_on_closed_logs(gregor_factory):
 def test_producer_state_survives_a_restart_so_a_retried_batch_is_still_a_duplicate(gregor, stop):
     topic = "durable-producer-state"
     client = RawClient(gregor.bootstrap)
-    client.create_topic(topic)
-    pid, epoch = client.init_producer_id()
+    ensure_topic(client, topic)
+    pid, epoch = init_producer_id(client)
     first = batch(pid, epoch, 0, b"a", b"b")
     second = batch(pid, epoch, 2, b"c")
-    assert client.produce(topic, first) == (ErrorCode.NONE, 0)
-    assert client.produce(topic, second) == (ErrorCode.NONE, 2)
+    assert error_and_offset(produce(client, topic, first, acks=-1)) == (ErrorCode.NONE, 0)
+    assert error_and_offset(produce(client, topic, second, acks=-1)) == (ErrorCode.NONE, 2)
     client.close()
 
     if stop == "sigterm":
@@ -279,16 +281,19 @@ def test_producer_state_survives_a_restart_so_a_retried_batch_is_still_a_duplica
     client = RawClient(gregor.bootstrap)
     try:
         # The producer retries both batches after the restart: no new records.
-        assert client.produce(topic, second) == (ErrorCode.NONE, 2)
-        assert client.produce(topic, first) == (ErrorCode.NONE, 0)
+        assert error_and_offset(produce(client, topic, second, acks=-1)) == (ErrorCode.NONE, 2)
+        assert error_and_offset(produce(client, topic, first, acks=-1)) == (ErrorCode.NONE, 0)
         # A gap is still a gap; the next sequence goes on at the log end.
-        assert client.produce(topic, batch(pid, epoch, 5, b"x")) == (
+        assert error_and_offset(produce(client, topic, batch(pid, epoch, 5, b"x"), acks=-1)) == (
             ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
             -1,
         )
-        assert client.produce(topic, batch(pid, epoch, 3, b"d")) == (ErrorCode.NONE, 3)
+        assert error_and_offset(produce(client, topic, batch(pid, epoch, 3, b"d"), acks=-1)) == (
+            ErrorCode.NONE,
+            3,
+        )
         # Producer ids are never handed out twice, across restarts too.
-        new_pid, _ = client.init_producer_id()
+        new_pid, _ = init_producer_id(client)
         assert new_pid > pid
     finally:
         client.close()

@@ -11,12 +11,8 @@ import uuid
 
 import pytest
 
-from tests.integration.test_bad_input import (
-    RawClient,
-    batch,
-    ensure_topic,
-    produce,
-)
+from tests.support.raw import RawClient, batch, produce
+from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import iter_batches, iter_records
@@ -30,28 +26,7 @@ def port(shared_gregor):
 
 
 def new_topic(port: int, partitions: int = 1) -> str:
-    name = f"fetch-{uuid.uuid4().hex[:8]}"
-    with RawClient(port) as client:
-        response = client.call(
-            ApiKey.CREATE_TOPICS,
-            7,
-            {
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": partitions,
-                        "replication_factor": 1,
-                        "assignments": [],
-                        "configs": [],
-                    }
-                ],
-                "timeout_ms": 10_000,
-                "validate_only": False,
-            },
-        )
-        assert response.topics[0].error_code == ErrorCode.NONE, response
-        ensure_topic(client, name)
-    return name
+    return create_topic(port, unique_name("fetch"), partitions)
 
 
 def fetch_request(

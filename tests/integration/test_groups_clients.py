@@ -19,7 +19,6 @@ import pytest
 from confluent_kafka.admin import AclOperation, AdminClient
 from kafka.structs import OffsetAndMetadata
 
-from tests.gregor_process import GregorProcess
 from tests.integration.clients import (
     GROUP_OVERRIDES,
     Member,
@@ -35,12 +34,16 @@ from tests.integration.test_produce_consume import (
     needs_kcat,
     produce_ok,
 )
+from tests.support.gregor import GregorNode
 from tools import kafka_cli
+
+# Slow (groups of real clients, Kafka's Java consumers): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = GregorProcess(tmp_path_factory.mktemp("clients") / "data", GROUP_OVERRIDES).start()
+    process = GregorNode(tmp_path_factory.mktemp("clients") / "data", GROUP_OVERRIDES).start()
     yield process
     process.stop()
 

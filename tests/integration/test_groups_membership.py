@@ -22,7 +22,6 @@ from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from coordinator.hashing import coordinator_partition
-from tests.gregor_process import GregorProcess
 from tests.integration.clients import (
     GROUP_OVERRIDES,
     Member,
@@ -34,11 +33,15 @@ from tests.integration.clients import (
     wait_until,
 )
 from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
+from tests.support.gregor import GregorNode
+
+# Slow (groups rebalancing in real time, session timeouts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = GregorProcess(tmp_path_factory.mktemp("groups") / "data", GROUP_OVERRIDES).start()
+    process = GregorNode(tmp_path_factory.mktemp("groups") / "data", GROUP_OVERRIDES).start()
     yield process
     process.stop()
 
@@ -283,7 +286,7 @@ def test_groups_on_the_default_fifty_offsets_partitions_commit_where_kafka_puts_
     """__consumer_offsets with Kafka's default of 50 partitions: groups at both
     ends of it work, and each one's commits go to its own partition."""
     overrides = {k: v for k, v in GROUP_OVERRIDES.items() if k != "offsets.topic.num.partitions"}
-    with GregorProcess(tmp_path / "data", overrides) as default_broker:
+    with GregorNode(tmp_path / "data", overrides) as default_broker:
         bootstrap = default_broker.bootstrap
         topic = "default-offsets"
         create_topic(bootstrap, topic, partitions=2)

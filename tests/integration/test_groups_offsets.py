@@ -13,7 +13,6 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from coordinator.hashing import coordinator_partition
-from tests.gregor_process import GregorProcess
 from tests.integration.clients import (
     GROUP_OVERRIDES,
     Member,
@@ -22,6 +21,10 @@ from tests.integration.clients import (
     split_evenly,
 )
 from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
+from tests.support.gregor import GregorNode
+
+# Slow (rebalances and broker restarts): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 PARTITIONS = 6
 PER_PARTITION = 100
@@ -29,7 +32,7 @@ PER_PARTITION = 100
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = GregorProcess(tmp_path_factory.mktemp("offsets") / "data", GROUP_OVERRIDES).start()
+    process = GregorNode(tmp_path_factory.mktemp("offsets") / "data", GROUP_OVERRIDES).start()
     yield process
     process.stop()
 
@@ -215,7 +218,7 @@ def test_committed_offsets_survive_a_broker_restart(gregor_factory, how):
 def test_changing_offsets_topic_num_partitions_later_does_not_lose_any_group(tmp_path):
     """As in Kafka, the partition count of the existing __consumer_offsets wins
     over a changed setting, so every group is still found where it was."""
-    broker = GregorProcess(tmp_path / "data", GROUP_OVERRIDES).start()
+    broker = GregorNode(tmp_path / "data", GROUP_OVERRIDES).start()
     try:
         create_topic(broker.bootstrap, "t")
         groups = [f"moved-{i}" for i in range(10)]
@@ -231,7 +234,7 @@ def test_changing_offsets_topic_num_partitions_later_does_not_lose_any_group(tmp
     default_partitions = {
         k: v for k, v in GROUP_OVERRIDES.items() if k != "offsets.topic.num.partitions"
     }
-    with GregorProcess(broker.data_dir, default_partitions, port=broker.port) as restarted:
+    with GregorNode(broker.data_dir, default_partitions, port=broker.port) as restarted:
         found = [committed(restarted.bootstrap, g, "t", 1)[0] for g in groups]
         assert found == list(range(1, 11))
 

@@ -27,11 +27,20 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.integration.lossy_proxy import LossyProxy
-from tests.integration.raw_request import RawClient
-from tests.integration.raw_request import idempotent_batch as batch
+from tests.support.raw import (
+    RawClient,
+    error_and_offset,
+    init_producer_id,
+    produce,
+)
+from tests.support.raw import idempotent_batch as batch
+from tests.support.topics import ensure_topic
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.protocol import decode_response
+
+# Slow (real producers retrying, a lossy proxy): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 
@@ -163,22 +172,29 @@ def consume_watermarks(bootstrap, topic):
 
 def test_duplicate_batches_get_their_original_offsets_and_are_not_written_again(shared_gregor, raw):
     topic = "raw-duplicates"
-    raw.create_topic(topic)
-    pid, epoch = raw.init_producer_id()
+    ensure_topic(raw, topic)
+    pid, epoch = init_producer_id(raw)
     batches = [
         batch(pid, epoch, 0, b"a", b"b", b"c"),
         batch(pid, epoch, 3, b"d"),
         batch(pid, epoch, 4, b"e", b"f"),
     ]
-    assert [raw.produce(topic, b) for b in batches] == [(0, 0), (0, 3), (0, 4)]
+    assert [error_and_offset(produce(raw, topic, b, acks=-1)) for b in batches] == [
+        (0, 0),
+        (0, 3),
+        (0, 4),
+    ]
 
     # Each retried batch, the latest or older ones, is acknowledged at its
     # first offsets with no error (Kafka treats DUPLICATE_SEQUENCE as success).
-    assert raw.produce(topic, batches[2]) == (ErrorCode.NONE, 4)
-    assert raw.produce(topic, batches[0]) == (ErrorCode.NONE, 0)
-    assert raw.produce(topic, batches[1], acks=1) == (ErrorCode.NONE, 3)
+    assert error_and_offset(produce(raw, topic, batches[2], acks=-1)) == (ErrorCode.NONE, 4)
+    assert error_and_offset(produce(raw, topic, batches[0], acks=-1)) == (ErrorCode.NONE, 0)
+    assert error_and_offset(produce(raw, topic, batches[1], acks=1)) == (ErrorCode.NONE, 3)
     # The next sequence goes on at the log end.
-    assert raw.produce(topic, batch(pid, epoch, 6, b"g")) == (ErrorCode.NONE, 6)
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 6, b"g"), acks=-1)) == (
+        ErrorCode.NONE,
+        6,
+    )
 
     assert consume_all(shared_gregor.bootstrap, topic, 7) == [
         (i, b"k", v) for i, v in enumerate([b"a", b"b", b"c", b"d", b"e", b"f", b"g"])
@@ -187,35 +203,51 @@ def test_duplicate_batches_get_their_original_offsets_and_are_not_written_again(
 
 def test_any_of_the_last_five_batches_is_recognised_as_a_duplicate(shared_gregor, raw):
     topic = "raw-last-five"
-    raw.create_topic(topic)
-    pid, epoch = raw.init_producer_id()
+    ensure_topic(raw, topic)
+    pid, epoch = init_producer_id(raw)
     batches = [batch(pid, epoch, i, f"v{i}".encode()) for i in range(6)]
-    assert [raw.produce(topic, b)[1] for b in batches] == [0, 1, 2, 3, 4, 5]
+    assert [error_and_offset(produce(raw, topic, b, acks=-1))[1] for b in batches] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
     for i in range(1, 6):
-        assert raw.produce(topic, batches[i]) == (ErrorCode.NONE, i)
+        assert error_and_offset(produce(raw, topic, batches[i], acks=-1)) == (ErrorCode.NONE, i)
     # The sixth-newest is no longer remembered: Kafka then answers
     # OUT_OF_ORDER_SEQUENCE_NUMBER rather than writing it again.
-    assert raw.produce(topic, batches[0]) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+    assert error_and_offset(produce(raw, topic, batches[0], acks=-1)) == (
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        -1,
+    )
     assert consume_watermarks(shared_gregor.bootstrap, topic) == (0, 6)
 
 
 def test_a_sequence_gap_gets_out_of_order_sequence_number_and_writes_nothing(shared_gregor, raw):
     topic = "raw-gap"
-    raw.create_topic(topic)
-    pid, epoch = raw.init_producer_id()
-    assert raw.produce(topic, batch(pid, epoch, 0, b"a", b"b")) == (ErrorCode.NONE, 0)
+    ensure_topic(raw, topic)
+    pid, epoch = init_producer_id(raw)
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 0, b"a", b"b"), acks=-1)) == (
+        ErrorCode.NONE,
+        0,
+    )
 
-    assert raw.produce(topic, batch(pid, epoch, 3, b"skipped one")) == (
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 3, b"skipped one"), acks=-1)) == (
         ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         -1,
     )
-    assert raw.produce(topic, batch(pid, epoch, 1, b"overlaps")) == (
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 1, b"overlaps"), acks=-1)) == (
         ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         -1,
     )
     # The expected sequence still goes in right after.
-    assert raw.produce(topic, batch(pid, epoch, 2, b"c")) == (ErrorCode.NONE, 2)
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 2, b"c"), acks=-1)) == (
+        ErrorCode.NONE,
+        2,
+    )
     assert consume_all(shared_gregor.bootstrap, topic, 3) == [
         (0, b"k", b"a"),
         (1, b"k", b"b"),
@@ -225,21 +257,30 @@ def test_a_sequence_gap_gets_out_of_order_sequence_number_and_writes_nothing(sha
 
 def test_a_bumped_epoch_restarts_sequences_and_fences_the_old_epoch(shared_gregor, raw):
     topic = "raw-epochs"
-    raw.create_topic(topic)
-    pid, epoch = raw.init_producer_id()
-    assert raw.produce(topic, batch(pid, epoch, 0, b"a")) == (ErrorCode.NONE, 0)
-    assert raw.produce(topic, batch(pid, epoch, 1, b"b")) == (ErrorCode.NONE, 1)
+    ensure_topic(raw, topic)
+    pid, epoch = init_producer_id(raw)
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 0, b"a"), acks=-1)) == (
+        ErrorCode.NONE,
+        0,
+    )
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 1, b"b"), acks=-1)) == (
+        ErrorCode.NONE,
+        1,
+    )
 
     # KIP-360: InitProducerId with the current id and epoch bumps the epoch.
-    assert raw.init_producer_id(pid, epoch) == (pid, epoch + 1)
+    assert init_producer_id(raw, pid, epoch) == (pid, epoch + 1)
     # A new epoch must start at sequence 0...
-    assert raw.produce(topic, batch(pid, epoch + 1, 2, b"x")) == (
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch + 1, 2, b"x"), acks=-1)) == (
         ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         -1,
     )
-    assert raw.produce(topic, batch(pid, epoch + 1, 0, b"c")) == (ErrorCode.NONE, 2)
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch + 1, 0, b"c"), acks=-1)) == (
+        ErrorCode.NONE,
+        2,
+    )
     # ...and from then on the old epoch is fenced.
-    assert raw.produce(topic, batch(pid, epoch, 2, b"late")) == (
+    assert error_and_offset(produce(raw, topic, batch(pid, epoch, 2, b"late"), acks=-1)) == (
         ErrorCode.INVALID_PRODUCER_EPOCH,
         -1,
     )
@@ -252,15 +293,21 @@ def test_a_bumped_epoch_restarts_sequences_and_fences_the_old_epoch(shared_grego
 
 def test_two_producers_keep_separate_sequences_on_one_partition(shared_gregor, raw):
     topic = "raw-two-producers"
-    raw.create_topic(topic)
-    p1, e1 = raw.init_producer_id()
-    p2, e2 = raw.init_producer_id()
+    ensure_topic(raw, topic)
+    p1, e1 = init_producer_id(raw)
+    p2, e2 = init_producer_id(raw)
     assert p1 != p2
     first = batch(p1, e1, 0, b"one")
-    assert raw.produce(topic, first) == (ErrorCode.NONE, 0)
-    assert raw.produce(topic, batch(p2, e2, 0, b"two")) == (ErrorCode.NONE, 1)
-    assert raw.produce(topic, first) == (ErrorCode.NONE, 0)
-    assert raw.produce(topic, batch(p1, e1, 1, b"three")) == (ErrorCode.NONE, 2)
+    assert error_and_offset(produce(raw, topic, first, acks=-1)) == (ErrorCode.NONE, 0)
+    assert error_and_offset(produce(raw, topic, batch(p2, e2, 0, b"two"), acks=-1)) == (
+        ErrorCode.NONE,
+        1,
+    )
+    assert error_and_offset(produce(raw, topic, first, acks=-1)) == (ErrorCode.NONE, 0)
+    assert error_and_offset(produce(raw, topic, batch(p1, e1, 1, b"three"), acks=-1)) == (
+        ErrorCode.NONE,
+        2,
+    )
     assert consume_all(shared_gregor.bootstrap, topic, 3) == [
         (0, b"k", b"one"),
         (1, b"k", b"two"),

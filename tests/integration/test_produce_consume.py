@@ -25,12 +25,15 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.errors import MessageSizeTooLargeError
 from kafka.partitioner.default import murmur2
 
+from tests.support.topics import create_topic
 from tools import kafka_cli
 from wire.records import COMPRESSION_MASK, iter_batches
+
+# Slow (real clients, Kafka's Java tools, retention and offset resets): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TIMEOUT = 20.0  # safety net for each wait; never reached when the broker works
@@ -38,14 +41,6 @@ MIB = 1 << 20
 
 
 # --- helpers ------------------------------------------------------------------
-
-
-def create_topic(bootstrap, name, partitions=1, config=None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, config=config or {})], operation_timeout=TIMEOUT
-    )
-    futures[name].result(TIMEOUT)
 
 
 def produce_confluent(bootstrap, topic, records, partition=0, **conf):

@@ -15,9 +15,12 @@ from pathlib import Path
 import kafka
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode
+from tests.support.topics import create_topic
+
+# Slow (retention waits): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 SEGMENT_BYTES = 1000  # a batch of one ~150-byte record is ~230 bytes: ~4 batches a segment
@@ -29,18 +32,12 @@ HOUR_MS = 3_600_000
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = GregorProcess(
+    process = GregorNode(
         tmp_path_factory.mktemp("retention") / "data",
         {"log.retention.check.interval.ms": 100},
     ).start()
     yield process
     process.stop()
-
-
-def create_topic(bootstrap, name, config) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, 1, config=config)], operation_timeout=TIMEOUT)
-    futures[name].result(TIMEOUT)
 
 
 def segment_files(broker, topic) -> list[tuple[int, int]]:
@@ -179,7 +176,7 @@ def test_retention_by_time_deletes_whole_segments_of_old_records_only(broker):
     create_topic(
         broker.bootstrap,
         topic,
-        {"internal.segment.bytes": str(SEGMENT_BYTES), "retention.ms": str(HOUR_MS)},
+        config={"internal.segment.bytes": str(SEGMENT_BYTES), "retention.ms": str(HOUR_MS)},
     )
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     two_hours_ago = int(time.time() * 1000) - 2 * HOUR_MS
@@ -221,7 +218,7 @@ def test_every_segment_past_retention_goes_and_the_log_restarts_at_its_end(broke
     create_topic(
         broker.bootstrap,
         topic,
-        {"internal.segment.bytes": str(SEGMENT_BYTES), "retention.ms": str(HOUR_MS)},
+        config={"internal.segment.bytes": str(SEGMENT_BYTES), "retention.ms": str(HOUR_MS)},
     )
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     old = int(time.time() * 1000) - 2 * HOUR_MS
@@ -243,7 +240,10 @@ def test_retention_by_size_keeps_the_newest_segments_within_the_limit(broker):
     create_topic(
         broker.bootstrap,
         topic,
-        {"internal.segment.bytes": str(SEGMENT_BYTES), "retention.bytes": str(retention_bytes)},
+        config={
+            "internal.segment.bytes": str(SEGMENT_BYTES),
+            "retention.bytes": str(retention_bytes),
+        },
     )
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     reader = HeadReader(broker.bootstrap, topic)
@@ -279,7 +279,7 @@ def test_consumer_below_the_new_log_start_is_out_of_range_and_resets(broker):
     create_topic(
         broker.bootstrap,
         topic,
-        {"internal.segment.bytes": str(SEGMENT_BYTES), "retention.bytes": "1500"},
+        config={"internal.segment.bytes": str(SEGMENT_BYTES), "retention.bytes": "1500"},
     )
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     for i in range(20):
@@ -315,7 +315,7 @@ def test_records_produced_without_timestamps_are_stored_with_none_and_kept(broke
     from wire.records import iter_batches
 
     topic = "no-timestamps"
-    create_topic(broker.bootstrap, topic, {})
+    create_topic(broker.bootstrap, topic, config={})
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 200})
     for _ in range(10):
         producer.produce(topic, value=b"x" * 6000, timestamp=-1)
@@ -334,7 +334,7 @@ def wait_for_whole_retention_check(bootstrap, producer) -> None:
     three distinct checks, so the second ran from start to end after the call
     (compat_tests/compatlib/common.py explains it at length)."""
     sentinel = f"retention-sentinel-{time.monotonic_ns()}"
-    create_topic(bootstrap, sentinel, {})
+    create_topic(bootstrap, sentinel, config={})
     for n in range(3):
         producer.produce(sentinel, value=b"expired", timestamp=1000)
         assert producer.flush(TIMEOUT) == 0

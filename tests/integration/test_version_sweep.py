@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gregor_process import GregorProcess
-from tests.integration.test_bad_input import RawClient, _software, assert_no_traceback
+from tests.support.gregor import GregorNode, assert_no_traceback
+from tests.support.raw import RawClient, software
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
@@ -18,15 +18,15 @@ NOT_DEFAULT = {
     ApiKey.PRODUCE: {"acks": 1, "timeout_ms": 1000},  # acks=0 gets no answer
     ApiKey.FETCH: {"max_wait_ms": 0},
     ApiKey.JOIN_GROUP: {"group_id": "sweep", "protocol_type": "consumer"},
-    ApiKey.API_VERSIONS: _software(),
+    ApiKey.API_VERSIONS: software(),
 }
 
 
 @pytest.fixture(scope="module")
 def sweep_broker(tmp_path_factory):
-    broker = GregorProcess(tmp_path_factory.mktemp("sweep") / "data").start()
+    broker = GregorNode(tmp_path_factory.mktemp("sweep") / "data").start()
     with RawClient(broker.port) as client:
-        advertised = client.call(ApiKey.API_VERSIONS, 3, _software()).api_keys
+        advertised = client.call(ApiKey.API_VERSIONS, 3, software()).api_keys
     yield (
         broker,
         [(k.api_key, v) for k in advertised for v in range(k.min_version, k.max_version + 1)],

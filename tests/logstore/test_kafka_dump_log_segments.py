@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from logstore import LogConfig
 from tools import kafka_cli
 
@@ -22,6 +24,7 @@ def dump(*paths: str, extra=()) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_dump_log_segments_reads_batches_indexes_and_snapshots(tmp_path):
     path = tmp_path / "orders-0"
     cfg = LogConfig(segment_bytes=6000, index_interval_bytes=300)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gregor_process import GregorProcess
+from tests.support.gregor import GregorNode
 
 # The pipeline's checks are shared with the compatibility suite, which runs them
 # against Apache Kafka and Gregor side by side (compat_tests/compatlib/spark_pipeline.py).
@@ -29,7 +29,7 @@ BROKER_OVERRIDES = {"log.retention.check.interval.ms": 1000}
 
 @pytest.fixture(scope="session")
 def spark_gregor(tmp_path_factory):
-    broker = GregorProcess(tmp_path_factory.mktemp("spark-gregor") / "data", BROKER_OVERRIDES)
+    broker = GregorNode(tmp_path_factory.mktemp("spark-gregor") / "data", BROKER_OVERRIDES)
     broker.start()
     yield broker
     broker.stop()

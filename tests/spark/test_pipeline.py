@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 from compatlib import spark_pipeline as checks
 
+# Slow (Spark: a JVM and a Spark session): make unit leaves the module out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def pipeline_run(spark, bootstrap, tmp_path_factory):

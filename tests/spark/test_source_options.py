@@ -4,7 +4,11 @@ retention removed records the query had not read."""
 
 from __future__ import annotations
 
+import pytest
 from compatlib import spark_pipeline as checks
+
+# Slow (Spark: a JVM and a Spark session): make unit leaves the module out.
+pytestmark = pytest.mark.slow
 
 
 def test_subscribe_pattern_finds_a_topic_created_later(spark, bootstrap, admin):

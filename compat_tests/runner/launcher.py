@@ -1,0 +1,110 @@
+"""The two brokers the compatibility suite compares, started with the same settings.
+
+Apache Kafka through tools/run_kafka.py's KafkaNode, Gregor through
+tools/run_gregor.py's GregorNode, both on free loopback ports with
+BROKER_SETTINGS (bench/ starts its brokers here too).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import run_gregor  # tools/run_gregor.py
+import run_kafka  # tools/run_kafka.py
+
+# Settings the suite relies on, given to both brokers.
+BROKER_SETTINGS = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "1000",
+    # kafka-python's integration suite (suites/kafka_python.py) runs groups with 3 s
+    # sessions; its own test broker allows them the same way.
+    "group.min.session.timeout.ms": "1000",
+}
+# Kafka only: retention checks start 30 s after startup unless told otherwise.
+KAFKA_ONLY = {"log.initial.task.delay.ms": "0"}
+
+GREGOR_START_TIMEOUT = 60.0
+
+
+def gregor_node(workdir: Path, overrides: dict[str, str] | None = None) -> run_gregor.GregorNode:
+    """`gregor serve` on a free port with BROKER_SETTINGS (and `overrides`, which win):
+    data in workdir/data, its output in workdir/gregor.log. Not started."""
+    port = run_kafka.free_port()
+    settings = {
+        # As tools/run_kafka.py gives Kafka: the same static setting on both sides
+        # (kafka-python's suite checks its DescribeConfigs source).
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        **BROKER_SETTINGS,
+        **(overrides or {}),
+    }
+    return run_gregor.GregorNode(
+        workdir / "data",
+        settings,
+        port=port,
+        log_path=workdir / "gregor.log",
+        new_session=True,
+    )
+
+
+def kafka_node(
+    workdir: Path, overrides: dict[str, str] | None = None, **kwargs
+) -> run_kafka.KafkaNode:
+    """Apache Kafka with BROKER_SETTINGS, KAFKA_ONLY and `overrides`. Not started."""
+    settings = {**BROKER_SETTINGS, **KAFKA_ONLY, **(overrides or {})}
+    return run_kafka.KafkaNode(overrides=settings, directory=workdir, **kwargs)
+
+
+class Brokers:
+    """The brokers of one compatibility run, started side by side."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.kafka: run_kafka.KafkaNode | None = None
+        self.gregor: run_gregor.GregorNode | None = None
+        self.errors: list[str] = []
+
+    def start(self, kafka: bool, gregor: bool) -> Brokers:
+        """Start the brokers asked for, in parallel; failures go to `errors`."""
+        starters = []
+        if kafka:
+            starters.append(threading.Thread(target=self._start_kafka))
+        if gregor:
+            starters.append(threading.Thread(target=self._start_gregor))
+        for th in starters:
+            th.start()
+        for th in starters:
+            th.join()
+        return self
+
+    def _start_kafka(self) -> None:
+        try:
+            self.kafka = kafka_node(self.workdir / "kafka").start()
+        except Exception as exc:  # noqa: BLE001 - reported by the caller
+            self.errors.append(f"Apache Kafka: {exc}")
+
+    def _start_gregor(self) -> None:
+        node = gregor_node(self.workdir / "gregor")
+        try:
+            self.gregor = node.start(GREGOR_START_TIMEOUT)
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"Gregor: {exc}")
+
+    def stop(self, logs_to: Path) -> None:
+        """Stop both and copy their logs to `logs_to` (gregor-broker.log, kafka-broker.log)."""
+        if self.gregor is not None:
+            self.gregor.stop(20)
+            assert self.gregor.log_path is not None
+            shutil.copy(self.gregor.log_path, logs_to / "gregor-broker.log")
+        if self.kafka is not None:
+            self.kafka.stop()
+            shutil.copy(self.kafka.log_path, logs_to / "kafka-broker.log")
