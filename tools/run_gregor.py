@@ -18,6 +18,10 @@ it does once it serves requests, and the port is read from that line. A restart
 so clients reconnect to the same address. stop() sends SIGTERM (Gregor's
 graceful shutdown) and waits, kill() SIGKILL; both return the exit status.
 
+`python -m broker` runs the `broker` package of the directory it starts in:
+this checkout, or the one GREGOR_SOURCE names (bench/run.py --brokers gregor
+with GREGOR_SOURCE=<an older checkout> measures that commit).
+
 The broker's output (stdout and stderr) is kept in memory (log(), tail(),
 wait_for_log()) and, given log_path, appended to that file as it comes.
 Standard library only, like tools/run_kafka.py, so that code which must not
@@ -38,6 +42,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The source tree the broker runs from: this checkout, or GREGOR_SOURCE (another
+# checkout of Gregor, e.g. an older commit, to benchmark one beside the other).
+SOURCE = Path(os.environ.get("GREGOR_SOURCE") or REPO)
 LISTENING = re.compile(r"listening on PLAINTEXT://([^:\s]+):(\d+)")
 
 
@@ -111,7 +118,7 @@ class GregorNode:
             stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
-            cwd=REPO,
+            cwd=SOURCE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             start_new_session=self.new_session,
         )
