@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.test_produce_consume import TIMEOUT
+from tests.support.clients import TIMEOUT
 
 # The first rebalance of a new group starts at once; __consumer_offsets has few
 # partitions (quick to create and replay); members may ask for short sessions.

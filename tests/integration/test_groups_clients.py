@@ -27,14 +27,9 @@ from tests.integration.clients import (
     poll_until,
     wait_until,
 )
-from tests.integration.test_produce_consume import (
-    TIMEOUT,
-    create_topic,
-    needs_java,
-    needs_kcat,
-    produce_ok,
-)
+from tests.support.clients import TIMEOUT, needs_java, needs_kcat, produce_ok
 from tests.support.gregor import GregorNode
+from tests.support.topics import create_topic
 from tools import kafka_cli
 
 # Slow (groups of real clients, Kafka's Java consumers): make unit leaves the module out.

@@ -32,8 +32,9 @@ from tests.integration.clients import (
     split_evenly,
     wait_until,
 )
-from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
+from tests.support.clients import TIMEOUT, produce_ok
 from tests.support.gregor import GregorNode
+from tests.support.topics import create_topic
 
 # Slow (groups rebalancing in real time, session timeouts): make unit leaves the module out.
 pytestmark = pytest.mark.slow

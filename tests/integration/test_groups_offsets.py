@@ -20,8 +20,9 @@ from tests.integration.clients import (
     poll_until,
     split_evenly,
 )
-from tests.integration.test_produce_consume import TIMEOUT, create_topic, produce_ok
+from tests.support.clients import TIMEOUT, produce_ok
 from tests.support.gregor import GregorNode
+from tests.support.topics import create_topic
 
 # Slow (rebalances and broker restarts): make unit leaves the module out.
 pytestmark = pytest.mark.slow

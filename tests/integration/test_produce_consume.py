@@ -22,12 +22,18 @@ from confluent_kafka import (
     TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
     KafkaError,
-    Producer,
     TopicPartition,
 )
 from kafka.errors import MessageSizeTooLargeError
 from kafka.partitioner.default import murmur2
 
+from tests.support.clients import (
+    TIMEOUT,
+    needs_java,
+    needs_kcat,
+    produce_confluent,
+    produce_ok,
+)
 from tests.support.topics import create_topic
 from tools import kafka_cli
 from wire.records import COMPRESSION_MASK, iter_batches
@@ -36,41 +42,7 @@ from wire.records import COMPRESSION_MASK, iter_batches
 pytestmark = pytest.mark.slow
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-TIMEOUT = 20.0  # safety net for each wait; never reached when the broker works
 MIB = 1 << 20
-
-
-# --- helpers ------------------------------------------------------------------
-
-
-def produce_confluent(bootstrap, topic, records, partition=0, **conf):
-    """Produce (key, value, headers[, timestamp]) tuples; their delivery reports."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, **conf})
-    reports = []
-
-    def delivered(err, msg):
-        reports.append((err, msg))
-
-    for record in records:
-        key, value, headers, *ts = record
-        kwargs = {"timestamp": ts[0]} if ts else {}
-        producer.produce(
-            topic,
-            key=key,
-            value=value,
-            headers=headers,
-            partition=partition,
-            on_delivery=delivered,
-            **kwargs,
-        )
-    assert producer.flush(TIMEOUT) == 0, "undelivered records"
-    return reports
-
-
-def produce_ok(bootstrap, topic, records, partition=0, **conf) -> list[int]:
-    reports = produce_confluent(bootstrap, topic, records, partition, **conf)
-    assert [err for err, _ in reports] == [None] * len(records)
-    return [msg.offset() for _, msg in reports]
 
 
 def confluent_consumer(bootstrap, **conf) -> Consumer:
@@ -495,9 +467,6 @@ def test_offset_out_of_range_with_latest_reset_waits_for_new_records(shared_greg
 # --- kcat ------------------------------------------------------------------------
 
 
-needs_kcat = pytest.mark.skipif(not kafka_cli.kcat_available(), reason="kcat is not installed")
-
-
 @needs_kcat
 def test_kcat_produces_keys_and_null_values_and_consumes_them_back(shared_gregor):
     topic = "kcat"
@@ -547,12 +516,6 @@ def test_kcat_consumes_records_from_confluent_with_headers(shared_gregor):
 
 
 # --- Kafka's Java CLI tools ---------------------------------------------------------
-
-
-needs_java = pytest.mark.skipif(
-    not (kafka_cli.java_available() and kafka_cli.jars_available()),
-    reason="Kafka's CLI tools are not installed (make clients)",
-)
 
 
 @needs_java
