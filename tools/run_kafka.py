@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Run a real Apache Kafka node (single KRaft broker+controller) on free loopback ports.
+"""Run a real Apache Kafka node (single KRaft broker+controller) on free loopback ports,
+or a cluster of them (KafkaCluster: a static KRaft quorum, every node broker and controller).
 
     python tools/run_kafka.py                      # prints the bootstrap address, Ctrl-C stops
     python tools/run_kafka.py --port 9092 --override log.retention.check.interval.ms=1000
@@ -192,6 +193,8 @@ class KafkaNode:
         heap: str = HEAP,
         start_timeout: float = 120.0,
         as_shipped: bool = False,
+        voters: str | None = None,
+        cluster_id: str | None = None,
     ):
         self.host = host
         self.port = port or free_port(host)
@@ -207,7 +210,10 @@ class KafkaNode:
         self.start_timeout = start_timeout
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
-        self.cluster_id = random_cluster_id()
+        # A static quorum ("1@host:port,2@host:port,...", KafkaCluster's), or None:
+        # a dynamic quorum of this node alone.
+        self.voters = voters
+        self.cluster_id = cluster_id or random_cluster_id()
         self.start_seconds: float | None = None
         self.format_seconds: float | None = None
         # time.monotonic() just before kafka.Kafka is spawned (benchmarks time start-up from it)
@@ -233,7 +239,11 @@ class KafkaNode:
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
-            "controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}",
+            **(
+                {"controller.quorum.voters": self.voters}
+                if self.voters
+                else {"controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}"}
+            ),
             "listeners": (
                 f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
             ),
@@ -258,18 +268,27 @@ class KafkaNode:
     def start(self, format_storage: bool = True) -> KafkaNode:
         """Format a log directory and start the node on it; format_storage=False
         starts it again on the directory of an earlier start (after kill())."""
+        t0 = time.monotonic()
+        if format_storage:
+            self.format()
+        else:
+            assert self.dir is not None, "start(format_storage=False) needs an earlier start()"
+        self.launch()
+        self.wait_ready(t0)
+        return self
+
+    def format(self) -> None:
+        """Write server.properties into a fresh directory and format it (kafka-storage)."""
         kafka_cli.check_installed()
         t0 = time.monotonic()
-        if not format_storage:
-            assert self.dir is not None, "start(format_storage=False) needs an earlier start()"
-            self._spawn(t0)
-            return self
         if self._given_dir is not None:
             self.dir = self._given_dir
             self.dir.mkdir(parents=True, exist_ok=True)
         else:
             self.dir = Path(tempfile.mkdtemp(prefix="kafka-node-"))
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        # A static quorum is formatted as is; a node alone forms a dynamic one.
+        quorum = [] if self.voters else ["--standalone"]
         fmt = kafka_cli.run_tool(
             "kafka-storage",
             "format",
@@ -277,7 +296,7 @@ class KafkaNode:
             self.cluster_id,
             "-c",
             str(self.config_path),
-            "--standalone",
+            *quorum,
             timeout=120,
         )
         self.format_seconds = time.monotonic() - t0
@@ -286,10 +305,10 @@ class KafkaNode:
             raise KafkaStartError(
                 f"kafka-storage format failed (exit {fmt.returncode}):\n{fmt.stdout}{fmt.stderr}"
             )
-        self._spawn(t0)
-        return self
 
-    def _spawn(self, t0: float) -> None:
+    def launch(self) -> None:
+        """Spawn kafka.Kafka on the formatted directory, without waiting for it."""
+        assert self.dir is not None
         self._log = open(self.log_path, "a")
         self.spawned_at = time.monotonic()
         self.proc = kafka_cli.popen_tool(
@@ -301,6 +320,11 @@ class KafkaNode:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in a terminal reaches only us; we stop it
         )
+
+    def wait_ready(self, t0: float | None = None) -> None:
+        """Wait until the launched node serves; KafkaStartError (the node stopped) if not."""
+        assert self.proc is not None and self.spawned_at is not None
+        t0 = self.spawned_at if t0 is None else t0
         try:
             wait_until_ready(
                 self.host,
@@ -341,6 +365,107 @@ class KafkaNode:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> KafkaNode:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# --- a cluster --------------------------------------------------------------------------
+
+# Settings for a three-node test cluster: internal topics replicated as in
+# production, and everything else as DEFAULTS.
+CLUSTER_DEFAULTS: dict[str, str] = {
+    "default.replication.factor": "3",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "min.insync.replicas": "2",
+}
+
+
+class KafkaCluster:
+    """Apache Kafka nodes (each broker and controller) in one KRaft quorum of
+    static voters, on free loopback ports; a context manager.
+
+        with KafkaCluster(3) as cluster:
+            cluster.bootstrap            # "127.0.0.1:40123,127.0.0.1:40125,..."
+            cluster.kill(2); cluster.restart(2)
+
+    Every node is formatted with the same cluster id and voters, all are
+    spawned before any is awaited (a quorum needs a majority to elect its
+    first leader), then each is ready when it answers Metadata listing itself.
+    """
+
+    def __init__(
+        self,
+        n: int = 3,
+        *,
+        host: str = "127.0.0.1",
+        overrides: Mapping[str, object] | None = None,
+        heap: str = HEAP,
+        as_shipped: bool = False,
+        start_timeout: float = 180.0,
+    ):
+        cluster_id = random_cluster_id()
+        ports = {node_id: (free_port(host), free_port(host)) for node_id in range(1, n + 1)}
+        while len({p for pair in ports.values() for p in pair}) < 2 * n:
+            ports = {node_id: (free_port(host), free_port(host)) for node_id in range(1, n + 1)}
+        voters = ",".join(f"{i}@{host}:{c}" for i, (_, c) in ports.items())
+        settings = {**CLUSTER_DEFAULTS, **{k: str(v) for k, v in (overrides or {}).items()}}
+        self.nodes = {
+            node_id: KafkaNode(
+                port=port,
+                controller_port=controller_port,
+                host=host,
+                node_id=node_id,
+                overrides=settings,
+                heap=heap,
+                as_shipped=as_shipped,
+                start_timeout=start_timeout,
+                voters=voters,
+                cluster_id=cluster_id,
+            )
+            for node_id, (port, controller_port) in ports.items()
+        }
+        self.start_seconds: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    def start(self) -> KafkaCluster:
+        t0 = time.monotonic()
+        try:
+            for node in self.nodes.values():
+                node.format()
+            for node in self.nodes.values():
+                node.launch()
+            for node in self.nodes.values():
+                node.wait_ready(t0)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def kill(self, node_id: int) -> None:
+        self.nodes[node_id].kill()
+
+    def restart(self, node_id: int) -> None:
+        """Start a killed node again on its directory."""
+        node = self.nodes[node_id]
+        node.launch()
+        node.wait_ready()
+
+    def stop(self) -> None:
+        for node in self.nodes.values():
+            node.stop()
+
+    def __enter__(self) -> KafkaCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:
