@@ -85,18 +85,22 @@ lint: install
 	$(VENV)/bin/mypy
 
 # Gregor beside Apache Kafka: every workload, three rounds, brokers alternating
-# (about 45 minutes); writes bench/results/<date>-<commit>.json|.md|.png.
+# (about 45 minutes; writes bench/results/<date>-<commit>.json|.md|.png), then
+# three brokers of each replicating (bench/cluster.py, about 10 minutes).
 # BENCH_ARGS="--scale 0.1 --rounds 1" for a quick partial run.
 bench: install clients
 	$(PY) bench/run.py $(BENCH_ARGS)
+	$(PY) bench/cluster.py
 	$(PY) bench/group_rebalance.py
 	$(PY) bench/spark_pipeline.py
 	$(PY) bench/wire_codec.py
 
 # Every workload tiny on both brokers at once, so the benchmark never rots: checks
-# that each gave its figures, never their values (under a minute).
+# that each gave its figures, never their values (under a minute), then the
+# three-broker replication benchmark tiny on each (about a minute).
 bench-smoke: install clients
 	$(PY) bench/run.py --smoke --parallel
+	$(PY) bench/cluster.py --smoke
 
 # Regenerates the generated sections of README.md from the code.
 readme: install
