@@ -86,6 +86,9 @@ class GregorCluster:
                     **overrides,
                 },
                 node_id=node_id,
+                # Every line, across restarts, beside the data (the failure report
+                # below prints only the last ones).
+                log_path=root / f"broker-{node_id}.log",
             )
 
     @property
@@ -210,7 +213,7 @@ def cluster(tmp_path, zookeeper, request):
         # The brokers' own account of what happened, for a failure seen in CI.
         for node_id, broker in c.brokers.items():
             lines = [line for line in broker.output if "kazoo.client" not in line]
-            print(f"--- broker {node_id} (last 80 lines) ---")
+            print(f"--- broker {node_id} (last 80 lines; all in {broker.log_path}) ---")
             print("".join(lines[-80:]))
 
 
