@@ -60,8 +60,10 @@ test: install lint clients
 compat: install clients
 	$(PY) compat_tests/run.py
 
-# The cluster chaos run at length (make test runs CHAOS_ROUNDS=4): kills, pauses,
-# a ZooKeeper restart, then the Jepsen-style checks; prints the verdict.
+# The cluster chaos run at length (make test runs CHAOS_ROUNDS=5, each failure once):
+# kills, pauses, a ZooKeeper restart, a leader cut off the network and healed, under
+# confluent-kafka's and Kafka's VerifiableProducer writers, then the Jepsen-style
+# checks; prints the verdict for each writer. CHAOS_FAILURES=isolate-leader picks one.
 CHAOS_ROUNDS ?= 20
 chaos: install clients
 	CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(PY) -m pytest tests/cluster/test_chaos.py -q -s -p no:cacheprovider

@@ -219,6 +219,16 @@ class Cluster:
         self.brokers.pop(node_id)
         await self.controller.fence(node_id)
 
+    async def isolate(self, node_id: int) -> None:
+        """Like a network cut: the broker runs on, but the controller fences it
+        and it hears of no metadata change until heal()."""
+        await self.controller.fence(node_id)
+
+    async def heal(self, nursery: trio.Nursery, node_id: int) -> None:
+        """The isolated broker registers again (a new session) and gets the current image."""
+        broker = self.brokers[node_id]
+        await broker.controller.start(broker._registration(), nursery)
+
     async def stop_all(self) -> None:
         for node_id in list(self.brokers):
             await self.brokers[node_id].stop()

@@ -151,6 +151,46 @@ def test_a_returning_leader_truncates_the_tail_nobody_acknowledged(tmp_path):
     run(tmp_path, scenario)
 
 
+def test_a_replica_that_led_without_appending_follows_and_rejoins_the_isr(tmp_path):
+    """A leader cut off before it appended anything under its epoch keeps
+    that epoch's entry at its log end; the next leader never had the epoch.
+    Healed, it must drop the entry and copy the new leader, not ask forever
+    with the epoch no batch has (found by the chaos test's network cut)."""
+
+    async def scenario(cluster, nursery):
+        topic = await cluster.brokers[1].topics.create("t", 1, 3)
+        first = topic.partitions[0].leader
+        partition = cluster.brokers[first].replicas.get("t", 0)
+        info = partition.append_as_leader(tagged("shared", 2), required_acks=-1)
+        result = await cluster.brokers[first].replicas.wait_for_replication(
+            [(partition, info.next_offset)], 10_000
+        )
+        assert result[("t", 0)] == ErrorCode.NONE
+        await cluster.isolate(first)
+        idle = cluster.controller.image.partition("t", 0).leader
+        led = cluster.brokers[idle].replicas.get("t", 0)
+        await until(lambda: led.is_leader, "the second leader to take over")
+        # Its epoch starts at its log end, and it is cut off before any append.
+        assert led.log.latest_epoch == led.leader_epoch
+        await cluster.isolate(idle)
+        third = cluster.controller.image.partition("t", 0).leader
+        assert third not in (first, idle, -1)
+        successor = cluster.brokers[third].replicas.get("t", 0)
+        await until(lambda: successor.is_leader, "the third leader to take over")
+        successor.append_as_leader(tagged("new", 3), required_acks=1)
+        await cluster.heal(nursery, idle)
+        await until(
+            lambda: values_of(led) == values_of(successor),
+            "the healed replica drops its empty epoch and copies the new leader",
+        )
+        await until(
+            lambda: idle in cluster.controller.image.partition("t", 0).isr,
+            "the healed replica back in the ISR",
+        )
+
+    run(tmp_path, scenario)
+
+
 def test_a_reassignment_copies_the_data_then_drops_the_old_replica(tmp_path):
     async def scenario(cluster, nursery):
         await cluster.brokers[1].topics.create("t", assignments={0: [1, 2]})

@@ -6,22 +6,33 @@ counts: acknowledged records, lost acknowledged records (acknowledged but
 not read), records read at another offset than acknowledged (inconsistent
 offsets), duplicates (one value read twice: 0 with idempotence), and per-key
 order violations (a key's values read out of the order they were sent).
+
+Two writers: confluent-kafka's (Writer, librdkafka) and Apache Kafka's own
+VerifiableProducer (VerifiableWriter, the Java client), whose acknowledged
+records the same checks take.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from tools import kafka_cli
 
 
 @dataclass
 class Written:
     partition: int
     offset: int
-    key: bytes
+    key: bytes | None
     value: bytes
 
 
@@ -89,6 +100,87 @@ class Writer:
         self._thread.join(180)
 
 
+class VerifiableWriter:
+    """Apache Kafka's VerifiableProducer (kafka-verifiable-producer, the Java
+    client) writing sequential integers ("0", "1", ...) without keys, acks=all
+    and idempotent, at `throughput` records a second until stopped.
+
+    Its JSON lines on stdout are read as they come: every producer_send_success
+    (topic, partition, offset, value) is an acknowledged record, every
+    producer_send_error an error. It has no keys, so the checker's per-key
+    order is per partition, by the sequential values."""
+
+    def __init__(self, bootstrap: str, topic: str, workdir: Path, throughput: int = 200):
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.acked: list[Written] = []
+        self.errors: list[str] = []
+        # (start, end) of the periods with no acknowledgement for over a second,
+        # from the tool's own timestamps (wall clock, seconds).
+        self.stalls: list[tuple[float, float]] = []
+        self.output: list[str] = []
+        self._last_ack: float | None = None
+        try:
+            kafka_cli.check_installed()
+        except kafka_cli.ToolMissing as e:
+            pytest.fail(f"Kafka's VerifiableProducer cannot run: {e}", pytrace=False)
+        config = Path(tempfile.mkstemp(suffix=".properties", dir=workdir)[1])
+        # The tool sets retries=0 itself (which idempotence refuses): retry as
+        # a default KafkaProducer does.
+        config.write_text(
+            "enable.idempotence=true\nretries=2147483647\n"
+            "max.in.flight.requests.per.connection=5\nmetadata.max.age.ms=5000\n"
+        )
+        self.proc = kafka_cli.popen_tool(
+            "kafka-verifiable-producer",
+            "--bootstrap-server", bootstrap, "--topic", topic,
+            "--acks", "-1", "--throughput", str(throughput),
+            "--command-config", str(config),
+            stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
+        )  # fmt: skip
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if not line.startswith("{"):
+                self.output.append(line)
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                self.output.append(line)
+                continue
+            name = event.get("name")
+            if name == "producer_send_success":
+                now = event["timestamp"] / 1000
+                if self._last_ack is not None and now - self._last_ack > 1.0:
+                    self.stalls.append((self._last_ack, now))
+                self._last_ack = now
+                key = event.get("key")
+                self.acked.append(
+                    Written(
+                        event["partition"],
+                        event["offset"],
+                        key.encode() if key is not None else None,
+                        event["value"].encode(),
+                    )
+                )
+            elif name == "producer_send_error":
+                self.errors.append(f"{event.get('exception')}: {event.get('message')}")
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM: the tool closes its producer, which waits for what is in flight."""
+        code = kafka_cli.stop(self.proc, timeout=150)
+        self._reader.join(30)
+        if code not in (0, 143):
+            self.errors.append(f"exited with {code}: {''.join(self.output[-20:])}")
+
+
 def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float = 60):
     """Every record of every partition from its start up to its high watermark:
     {partition: [(offset, key, value)]}."""
@@ -142,7 +234,9 @@ class Verdict:
         )
 
 
-def check(writer: Writer, read: dict[int, list[tuple[int, bytes, bytes]]]) -> Verdict:
+def check(
+    writer: Writer | VerifiableWriter, read: dict[int, list[tuple[int, bytes, bytes]]]
+) -> Verdict:
     at = {(p, off): value for p, records in read.items() for off, _, value in records}
     lost = inconsistent = 0
     for w in writer.acked:

@@ -4,18 +4,38 @@ three brokers that find each other through it (zookeeper.connect).
 Brokers keep their port across restarts, so clients' bootstrap lists stay
 valid. Sessions time out in 4 s (zookeeper.session.timeout.ms), so a killed
 broker is noticed within a few seconds.
+
+Every broker is behind two TCP proxies the test controls
+(tests/support/tcp_proxy.py), so that it can be cut off the network and
+healed without root:
+- its ZooKeeper connection: its zookeeper.connect names a proxy of its own
+  to the shared ZooKeeper (same chroot);
+- every connection into it: it advertises (advertised.listeners) a proxy in
+  front of its listener, and the brokers find each other through the
+  endpoints registered in ZooKeeper, so followers fetching from it, brokers
+  reaching it and clients (the bootstrap list names the proxies too) all go
+  through that proxy.
+`isolate(n)` cuts both; `heal(n)` restores them. Broker n's own outbound
+connections (its followers fetching from the others) still pass: a one-sided
+partition, the broker that loses ZooKeeper and everyone's way in to it.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from tests.support.gregor import GregorNode
+from tests.support.raw import kafka_request
+from tests.support.tcp_proxy import BLACKHOLE, TcpProxy
 from tools.zookeeper import ZOOKEEPER_JAR, ZooKeeperNode
+from wire.api_keys import ApiKey
 
 SESSION_TIMEOUT_MS = 4000
 BROKER_SETTINGS = {
@@ -32,33 +52,53 @@ BROKER_SETTINGS = {
 
 
 class GregorCluster:
-    """`racks=True` puts broker N in rack "rack-N"."""
+    """`racks=True` puts broker N in rack "rack-N". `zookeeper` is the shared
+    ZooKeeper; the brokers live under `chroot` in it."""
 
     def __init__(
-        self, root: Path, zookeeper: ZooKeeperNode, n: int = 3, racks: bool = False, **overrides
+        self,
+        root: Path,
+        zookeeper: ZooKeeperNode,
+        chroot: str,
+        n: int = 3,
+        racks: bool = False,
+        **overrides,
     ):
         self.zookeeper = zookeeper
-        self.brokers = {
-            node_id: GregorNode(
+        self.chroot = f"/{chroot}/gregor"
+        self._zk: KazooClient | None = None
+        self.zk_proxies: dict[int, TcpProxy] = {}
+        self.inbound: dict[int, TcpProxy] = {}
+        self.brokers: dict[int, GregorNode] = {}
+        for node_id in range(1, n + 1):
+            zk_proxy = TcpProxy((zookeeper.host, zookeeper.port)).start()
+            # Its target, the broker's own port, is known once the broker listens.
+            inbound = TcpProxy().start()
+            self.zk_proxies[node_id] = zk_proxy
+            self.inbound[node_id] = inbound
+            self.brokers[node_id] = GregorNode(
                 root / f"broker-{node_id}",
                 {
-                    "zookeeper.connect": f"{zookeeper.connect}/gregor",
+                    "zookeeper.connect": f"{zk_proxy.address}/{chroot}/gregor",
+                    "advertised.listeners": f"PLAINTEXT://{inbound.address}",
                     **BROKER_SETTINGS,
                     **({"broker.rack": f"rack-{node_id}"} if racks else {}),
                     **overrides,
                 },
                 node_id=node_id,
+                # Every line, across restarts, beside the data (the failure report
+                # below prints only the last ones).
+                log_path=root / f"broker-{node_id}.log",
             )
-            for node_id in range(1, n + 1)
-        }
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values() if b.port)
+        """The brokers' inbound proxies (what they advertise)."""
+        return ",".join(self.inbound[n].address for n, b in self.brokers.items() if b.port)
 
     def start(self) -> GregorCluster:
-        for broker in self.brokers.values():
-            broker.start(timeout=60)
+        for node_id in self.brokers:
+            self.restart(node_id)
         return self
 
     def kill(self, node_id: int) -> None:
@@ -68,7 +108,9 @@ class GregorCluster:
         return self.brokers[node_id].stop()
 
     def restart(self, node_id: int) -> None:
-        self.brokers[node_id].start(timeout=60)
+        broker = self.brokers[node_id]
+        broker.start(timeout=60)
+        self.inbound[node_id].target = (broker.host, broker.port)
 
     def pause(self, node_id: int) -> None:
         self.brokers[node_id].proc.send_signal(signal.SIGSTOP)
@@ -76,11 +118,68 @@ class GregorCluster:
     def resume(self, node_id: int) -> None:
         self.brokers[node_id].proc.send_signal(signal.SIGCONT)
 
+    def isolate(self, node_id: int, mode: str = BLACKHOLE) -> None:
+        """Cut broker `node_id` off ZooKeeper and off every connection into it."""
+        self.zk_proxies[node_id].cut(mode)
+        self.inbound[node_id].cut(mode)
+
+    def heal(self, node_id: int) -> None:
+        self.zk_proxies[node_id].heal()
+        self.inbound[node_id].heal()
+
+    # --- the truth, not one broker's view of it -------------------------------------
+
+    def zk_partitions(self, topic: str) -> dict[int, tuple[int, int, list[int]]] | None:
+        """{partition: (leader, leader epoch, ISR)} as ZooKeeper holds it, read
+        directly (not through a proxy); None while ZooKeeper cannot answer."""
+        try:
+            if self._zk is None:
+                self._zk = KazooClient(hosts=f"{self.zookeeper.connect}{self.chroot}")
+                self._zk.start(timeout=10)
+            base = f"/brokers/topics/{topic}/partitions"
+            states = {}
+            for child in self._zk.get_children(base):
+                raw = json.loads(self._zk.get(f"{base}/{child}/state")[0])
+                states[int(child)] = (raw["leader"], raw["leader_epoch"], raw["isr"])
+            return states
+        except (KazooException, TimeoutError):
+            return None
+
+    def in_sync(self, topic: str, replicas: int = 3) -> bool:
+        """Every partition of `topic` has its `replicas` replicas in its ISR in
+        ZooKeeper, and every broker, asked at its own port, serves that same
+        leader, leader epoch and ISR: a broker that was cut off has caught up,
+        not just answered from the image it had before the cut."""
+        truth = self.zk_partitions(topic)
+        if not truth or any(len(isr) != replicas for _, _, isr in truth.values()):
+            return False
+        body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+        for broker in self.brokers.values():
+            try:
+                response = kafka_request(broker.bootstrap, ApiKey.METADATA, 12, body, timeout=5)
+            except OSError:
+                return False
+            seen = {
+                p.partition_index: (p.leader_id, p.leader_epoch, sorted(p.isr_nodes))
+                for p in response.topics[0].partitions
+            }
+            if seen != {i: (lead, ep, sorted(isr)) for i, (lead, ep, isr) in truth.items()}:
+                return False
+        return True
+
     def close(self) -> None:
+        if self._zk is not None:
+            try:
+                self._zk.stop()
+                self._zk.close()
+            except KazooException:
+                pass
         for broker in self.brokers.values():
             if broker.proc is not None and broker.proc.poll() is None:
                 broker.proc.send_signal(signal.SIGCONT)
                 broker.stop()
+        for proxy in (*self.zk_proxies.values(), *self.inbound.values()):
+            proxy.close()
 
 
 @pytest.fixture(scope="session")
@@ -100,9 +199,13 @@ def cluster(tmp_path, zookeeper, request):
     """Three brokers under a ZooKeeper chroot of their own."""
     marker = request.node.get_closest_marker("cluster_settings")
     overrides = dict(marker.kwargs) if marker else {}
-    zk = _Chrooted(zookeeper, f"t{time.monotonic_ns()}")
     racks = overrides.pop("racks", False)
-    c = GregorCluster(tmp_path, zk, racks=racks, **overrides).start()
+    c = GregorCluster(tmp_path, zookeeper, f"t{time.monotonic_ns()}", racks=racks, **overrides)
+    try:
+        c.start()
+    except BaseException:
+        c.close()
+        raise
     yield c
     c.close()
     report = getattr(request.node, "rep_call", None)
@@ -110,7 +213,7 @@ def cluster(tmp_path, zookeeper, request):
         # The brokers' own account of what happened, for a failure seen in CI.
         for node_id, broker in c.brokers.items():
             lines = [line for line in broker.output if "kazoo.client" not in line]
-            print(f"--- broker {node_id} (last 80 lines) ---")
+            print(f"--- broker {node_id} (last 80 lines; all in {broker.log_path}) ---")
             print("".join(lines[-80:]))
 
 
@@ -120,13 +223,6 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when == "call":
         item.rep_call = report
-
-
-class _Chrooted:
-    """The shared ZooKeeper seen under a chroot of one test's own."""
-
-    def __init__(self, node: ZooKeeperNode, name: str):
-        self.connect = f"{node.connect}/{name}"
 
 
 def pytest_configure(config):

@@ -1,14 +1,34 @@
 """Chaos under load: failures one after another while an idempotent writer and a
 committing consumer group run, then the Jepsen-style checks.
 
+Two writers, both idempotent with acks=all, each on a topic of its own
+(replication factor 3, min.insync.replicas 2): confluent-kafka's (librdkafka)
+and Apache Kafka's own VerifiableProducer (the Java client, from the jars
+`make clients` installs).
+
 Each round picks the next failure: kill -9 the leader of a partition (and
 start it again), kill -9 the controller's broker, SIGSTOP a follower past
-replica.lag.time.max.ms and resume it, restart ZooKeeper. `make test` runs
-a few rounds (CHAOS_ROUNDS, default 4: each failure once); `make chaos` runs
-many. The verdict is printed (and the README quotes one): acknowledged
+replica.lag.time.max.ms and resume it, restart ZooKeeper, cut the leader of
+a partition off the network and heal it. `make test` runs a few rounds
+(CHAOS_ROUNDS, default 5: each failure once); `make chaos` runs many. The
+verdict is printed for each writer (and the README quotes one): acknowledged
 records, lost, misplaced, duplicated and reordered ones (all must be 0),
 committed offsets that went backwards (0), and the longest time without an
 acknowledgement.
+
+The network cut ("isolate-leader") goes through the TCP proxies of the
+`cluster` fixture (tests/cluster/conftest.py): the leader's ZooKeeper
+connection and every connection into it are cut, for longer than a
+ZooKeeper session. It is a one-sided partition: the isolated broker's own
+connections out (its fetches from the other leaders) still pass. It is the
+classic "a leader loses ZooKeeper and its followers" case: its session
+expires, the controller elects a new leader from the ISR, the old leader
+cannot shrink its ISR (the conditional write fails), so it can acknowledge
+no acks=all write (here no client reaches it anyway: the connections into it
+are cut too); once healed it registers again, follows the new leader,
+truncates any tail it alone had and rejoins the ISR. Whether a broker is
+back is asked of ZooKeeper and of every broker at its own port: the healed
+broker answers from its old image until it hears otherwise.
 """
 
 from __future__ import annotations
@@ -20,14 +40,22 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from tests.cluster.checker import Writer, check, read_everything
+from tests.cluster.checker import VerifiableWriter, Writer, check, read_everything
 from tests.cluster.conftest import SESSION_TIMEOUT_MS
 from tests.cluster.test_failover import admin, create, partitions_of, wait_until
 
 pytestmark = pytest.mark.slow
 
-ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "4"))
-FAILURES = ["kill-leader", "kill-controller", "pause-follower", "restart-zookeeper"]
+ROUNDS = int(os.environ.get("CHAOS_ROUNDS", "5"))
+ALL_FAILURES = [
+    "kill-leader",
+    "kill-controller",
+    "pause-follower",
+    "restart-zookeeper",
+    "isolate-leader",
+]
+# CHAOS_FAILURES=isolate-leader,kill-leader: only those, in that order (to chase one).
+FAILURES = os.environ.get("CHAOS_FAILURES", ",".join(ALL_FAILURES)).split(",")
 
 
 class Committer:
@@ -94,42 +122,59 @@ class Committer:
         return sum(1 for tp in now if tp.offset < self.committed.get(tp.partition, -1))
 
 
-def test_chaos_loses_nothing_acknowledged(cluster, zookeeper):
+def test_chaos_loses_nothing_acknowledged(cluster, zookeeper, tmp_path):
     create(cluster, "chaos", partitions=3)
+    create(cluster, "chaos-java", partitions=3, min_insync_replicas=2)
     writer = Writer(cluster.bootstrap, "chaos").start()
+    java = VerifiableWriter(cluster.bootstrap, "chaos-java", tmp_path)
     committer = Committer(cluster.bootstrap, "chaos", "chaos-group").start()
     log = []
     try:
         wait_until(lambda: len(writer.acked) > 300, "the writer to get going")
+        wait_until(
+            lambda: len(java.acked) > 100 or not java.running(),
+            "the VerifiableProducer to get going",
+        )
+        assert java.running(), "".join(java.output[-30:])
+        assert set(FAILURES) <= set(ALL_FAILURES), FAILURES
         for round_no in range(ROUNDS):
             failure = FAILURES[round_no % len(FAILURES)]
-            before = len(writer.acked)
+            before, java_before = len(writer.acked), len(java.acked)
             log.append(failure)
-            _inflict(cluster, zookeeper, failure)
+            _inflict(cluster, zookeeper, failure, writer)
             wait_until(
                 lambda b=before: len(writer.acked) > b + 300, f"writes to go on after {failure}"
             )
             wait_until(
-                lambda: all(
-                    len(isr) == 3 for _, _, isr in partitions_of(cluster, "chaos").values()
-                ),
-                f"every replica back in sync after {failure}",
+                lambda b=java_before: len(java.acked) > b + 100,
+                f"the VerifiableProducer's writes to go on after {failure}",
+            )
+            wait_until(
+                lambda: cluster.in_sync("chaos") and cluster.in_sync("chaos-java"),
+                f"every replica back in sync after {failure}, as every broker sees it",
                 timeout=90,
             )
     finally:
         committer.stop()
         writer.stop()
+        java.stop()
     assert not writer.errors, writer.errors[:3]
+    assert not java.errors, java.errors[:3]
     verdict = check(writer, read_everything(cluster.bootstrap, "chaos", 3))
+    java_verdict = check(java, read_everything(cluster.bootstrap, "chaos-java", 3))
     regressions = committer.regressions(3)
-    print(f"chaos rounds {log}: {verdict}; committed offsets gone backwards: {regressions}")
-    assert (verdict.lost, verdict.inconsistent_offsets, verdict.duplicates) == (0, 0, 0), verdict
-    assert verdict.order_violations == 0, verdict
+    print(
+        f"chaos rounds {log}:\n  confluent-kafka writer: {verdict}; committed offsets gone "
+        f"backwards: {regressions}\n  Kafka's VerifiableProducer: {java_verdict}"
+    )
+    for v in (verdict, java_verdict):
+        assert (v.lost, v.inconsistent_offsets, v.duplicates) == (0, 0, 0), v
+        assert v.order_violations == 0, v
     assert regressions == 0
     assert committer.committed, "the group committed nothing"
 
 
-def _inflict(cluster, zookeeper, failure: str) -> None:
+def _inflict(cluster, zookeeper, failure: str, writer: Writer) -> None:
     if failure == "kill-leader":
         leader = partitions_of(cluster, "chaos")[0][0]
         cluster.kill(leader)
@@ -164,5 +209,35 @@ def _inflict(cluster, zookeeper, failure: str) -> None:
         # is the failure being simulated, not a wait for something).
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
         zookeeper.start()
+    elif failure == "isolate-leader":
+        leader = partitions_of(cluster, "chaos")[0][0]
+        cluster.isolate(leader)
+        try:
+            # Cut off for longer than a session: only its expiry lets the
+            # controller elect another leader, and writes go on through it.
+            wait_until(
+                lambda: _zk_state(cluster, 0)[0] not in (leader, -1),
+                f"a new leader for partition 0 while broker {leader} is cut off",
+            )
+            before = len(writer.acked)
+            wait_until(
+                lambda: len(writer.acked) > before + 100,
+                f"writes to go on while broker {leader} is cut off",
+            )
+        finally:
+            cluster.heal(leader)
+        # ZooKeeper's word: the healed broker itself still serves its old
+        # image (itself leading, everyone in sync) until it hears otherwise.
+        wait_until(
+            lambda: leader in _zk_state(cluster, 0)[2],
+            f"broker {leader} back in the ISR of partition 0 once healed",
+            timeout=90,
+        )
     else:
         raise AssertionError(failure)
+
+
+def _zk_state(cluster, index: int) -> tuple[int, int, list[int]]:
+    """(leader, leader epoch, ISR) of the chaos topic's partition `index` in
+    ZooKeeper; (-1, -1, []) while ZooKeeper cannot answer."""
+    return (cluster.zk_partitions("chaos") or {}).get(index, (-1, -1, []))

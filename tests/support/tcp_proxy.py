@@ -1,0 +1,224 @@
+"""A TCP proxy a test controls, to cut a process off the network and heal it
+without root or network namespaces.
+
+    proxy = TcpProxy(("127.0.0.1", broker_port)).start()   # listens on 127.0.0.1:<proxy.port>
+    proxy.cut()        # live connections closed, new ones blackholed (accepted, never forwarded)
+    proxy.cut(BLACKHOLE) / proxy.cut(RESET)   # ... or reset at once (a refused connection)
+    proxy.heal()       # new connections are forwarded again
+    proxy.close()
+
+Threads: one accepts, two per connection copy bytes (one each way). A
+connection whose target cannot be reached is closed at once, as a refused
+connection would be. `cut()` closes every live connection with a reset on
+both sides (SO_LINGER 0), so neither end waits for a timeout to notice.
+
+What "cut" does to connections opened meanwhile is the mode:
+- BLACKHOLE (the default): accepted and held without a byte forwarded, like
+  packets dropped by a partition: the client's connect succeeds (the kernel
+  completes the handshake) but nothing ever answers; it notices only by its
+  own timeouts. They are closed on heal().
+- RESET: accepted and reset at once; the client sees its connection reset
+  rather than ECONNREFUSED (the listening socket stays bound so that its port,
+  which the cluster advertises, stays this proxy's).
+
+The target may be set after start() (`proxy.target = (host, port)`), for a
+process that must be told the proxy's port before it picks its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import struct
+import threading
+
+BLACKHOLE = "blackhole"
+RESET = "reset"
+OPEN = "open"
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with an RST instead of a FIN: the other end fails at once."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+class _Link:
+    """One proxied connection: the client's socket and the target's."""
+
+    def __init__(self, proxy: TcpProxy, client: socket.socket, upstream: socket.socket):
+        self.proxy = proxy
+        self.client = client
+        self.upstream = upstream
+        self._open_directions = 2
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def start(self) -> None:
+        for src, dst in ((self.client, self.upstream), (self.upstream, self.client)):
+            threading.Thread(target=self._copy, args=(src, dst), daemon=True).start()
+
+    def _copy(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+                self.proxy._count(len(data))
+            # A half-close travels on: the other direction may still be busy.
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            self.reset()
+            return
+        with self._lock:
+            self._open_directions -= 1
+            done = self._open_directions == 0
+        if done:
+            self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        self.client.close()
+        self.upstream.close()
+        self.proxy._forget(self)
+
+    def reset(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        _reset(self.client)
+        _reset(self.upstream)
+        self.proxy._forget(self)
+
+
+class TcpProxy:
+    """Forwards connections to 127.0.0.1:<port> to `target`, until cut."""
+
+    def __init__(self, target: tuple[str, int] | None = None, host: str = "127.0.0.1"):
+        self.target = target
+        self._listener = socket.create_server((host, 0), backlog=128)
+        self.host = host
+        self.port: int = self._listener.getsockname()[1]
+        self.mode = OPEN
+        self.bytes_forwarded = 0
+        self._links: set[_Link] = set()
+        self._held: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> TcpProxy:
+        self._thread.start()
+        return self
+
+    def __enter__(self) -> TcpProxy:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def live_connections(self) -> int:
+        with self._lock:
+            return len(self._links)
+
+    @property
+    def held_connections(self) -> int:
+        """Connections accepted while blackholed and not yet closed."""
+        with self._lock:
+            return len(self._held)
+
+    def cut(self, mode: str = BLACKHOLE) -> None:
+        """Reset every live connection; from now on connections are blackholed or reset."""
+        assert mode in (BLACKHOLE, RESET), mode
+        with self._lock:
+            self.mode = mode
+            links = list(self._links)
+        for link in links:
+            link.reset()
+
+    def heal(self) -> None:
+        """Forward new connections again; the ones held by a blackhole are closed."""
+        with self._lock:
+            self.mode = OPEN
+            held, self._held = self._held, []
+        for sock in held:
+            _reset(sock)
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self._listener.close()
+        with self._lock:
+            links = list(self._links)
+            held, self._held = self._held, []
+        for link in links:
+            link.reset()
+        for sock in held:
+            _reset(sock)
+
+    # --- the threads -----------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            while not self._closing.is_set():
+                if not selector.select(0.1):
+                    continue
+                try:
+                    client, _ = self._listener.accept()
+                except OSError:
+                    continue
+                self._admit(client)
+
+    def _admit(self, client: socket.socket) -> None:
+        with self._lock:
+            mode = self.mode
+            if mode == BLACKHOLE:
+                self._held.append(client)
+                return
+        if mode == RESET or self.target is None:
+            _reset(client)
+            return
+        try:
+            upstream = socket.create_connection(self.target, timeout=5)
+        except OSError:
+            _reset(client)  # the target is down: the client sees a refusal
+            return
+        upstream.settimeout(None)
+        for sock in (client, upstream):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        link = _Link(self, client, upstream)
+        with self._lock:
+            if self.mode != OPEN:  # cut while connecting
+                admitted = False
+            else:
+                self._links.add(link)
+                admitted = True
+        if not admitted:
+            link.reset()
+            return
+        link.start()
+
+    def _forget(self, link: _Link) -> None:
+        with self._lock:
+            self._links.discard(link)
+
+    def _count(self, n: int) -> None:
+        with self._lock:
+            self.bytes_forwarded += n
