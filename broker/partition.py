@@ -447,3 +447,10 @@ class Partition:
 
     async def wait_for_change(self) -> None:
         await self._changed.wait()
+
+    @property
+    def next_change(self) -> trio.Event:
+        """Set at the next notify(). A waiter that looked at the partition and
+        then waits in another task takes this first, with no checkpoint in
+        between, so a change made before that task runs is not missed."""
+        return self._changed

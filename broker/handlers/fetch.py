@@ -224,15 +224,22 @@ class FetchHandler:
 
 
 async def _any_change(partitions) -> None:
-    """Return when any of the partitions changes."""
+    """Return when any of the partitions changes after the caller's last read.
+
+    The events are taken now, before the first checkpoint: the watchers start
+    later, and an append in between (a producer's, which a follower's fetch
+    waits for) would otherwise be missed and the fetch answered only at
+    max_wait_ms, which held every acks=all produce for replica.fetch.wait.max.ms.
+    """
+    events = [p.next_change for p in partitions]
     async with trio.open_nursery() as nursery:
 
-        async def watch(p):
-            await p.wait_for_change()
+        async def watch(event):
+            await event.wait()
             nursery.cancel_scope.cancel()
 
-        for p in partitions:
-            nursery.start_soon(watch, p)
+        for event in events:
+            nursery.start_soon(watch, event)
 
 
 def _response(ctx, targets, results) -> dict:

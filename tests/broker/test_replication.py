@@ -42,9 +42,9 @@ async def until(condition, what: str):
             await trio.sleep(0.01)
 
 
-def run(tmp_path, scenario, n=3):
+def run(tmp_path, scenario, n=3, overrides=None):
     async def main():
-        cluster = Cluster(tmp_path, n)
+        cluster = Cluster(tmp_path, n, overrides)
         async with trio.open_nursery() as nursery:
             await cluster.start_all(nursery)
             await scenario(cluster, nursery)
@@ -74,6 +74,32 @@ def test_followers_copy_the_leader_and_acks_all_waits_for_the_isr(tmp_path):
             assert values_of(f) == values_of(leader)
 
     run(tmp_path, scenario)
+
+
+def test_an_append_answers_the_followers_waiting_fetches_at_once(tmp_path):
+    """A follower's Fetch parked at the leader returns on the append, not at
+    replica.fetch.wait.max.ms: with that at a minute, acks=all appends one
+    after another each complete as soon as the followers have copied them.
+    (The waiter once took the partition's event only when its task ran, and
+    an append in between was missed: a stall of max_wait for one append in
+    three.)"""
+
+    async def scenario(cluster, nursery):
+        b1 = cluster.brokers[1]
+        topic = await b1.topics.create("t", 1, 3, configs={"min.insync.replicas": "3"})
+        broker = cluster.brokers[topic.partitions[0].leader]
+        leader = broker.replicas.get("t", 0)
+        await until(lambda: len(leader.isr) == 3, "a full ISR")
+        with trio.fail_after(DEADLINE):
+            for i in range(30):
+                info = leader.append_as_leader(tagged(f"r{i}"), required_acks=-1)
+                outcome = await broker.replicas.wait_for_replication(
+                    [(leader, info.next_offset)], 120_000
+                )
+                assert outcome == {("t", 0): ErrorCode.NONE}
+        assert leader.high_watermark == 30
+
+    run(tmp_path, scenario, overrides={"replica.fetch.wait.max.ms": 60_000})
 
 
 def test_a_killed_leader_hands_over_and_no_acknowledged_record_is_lost(tmp_path):
