@@ -12,6 +12,11 @@ and replication factors against it), auto.create.topics.enable=true,
 num.partitions=1, log.retention.check.interval.ms=1000,
 group.initial.rebalance.delay.ms=0, group.min.session.timeout.ms=1000.
 
+compat_tests/cluster/ runs beside that broker on a three-node cluster of the
+same kind that its conftest starts (--cluster-kind, which compat_tests/run.py
+passes): replicated topics, a leader killed under acks=all, min ISR, and
+kafka-reassign-partitions, on Apache Kafka (KRaft) and on Gregor (ZooKeeper).
+
 Each test uses fresh, unique topic and group names, so the suite can run again
 and again against one broker. Markers (for the report):
 
@@ -55,6 +60,13 @@ def pytest_addoption(parser):
         help="the broker under test (host:port); default: $COMPAT_BOOTSTRAP_SERVERS",
     )
     group.addoption(
+        "--cluster-kind",
+        choices=("kafka", "gregor"),
+        default=os.environ.get("COMPAT_CLUSTER_KIND"),
+        help="compat_tests/cluster/ starts a three-node cluster of this kind (compat_tests/run.py "
+        "passes the target's); without it those tests are deselected, and say so",
+    )
+    group.addoption(
         "--compat-results",
         default=None,
         metavar="FILE",
@@ -79,6 +91,14 @@ def pytest_collection_modifyitems(config, items):
             "compat_tests need a broker: pass --bootstrap-servers host:port or set "
             "COMPAT_BOOTSTRAP_SERVERS (compat_tests/run.py starts Apache Kafka and Gregor)"
         )
+    if not config.getoption("--cluster-kind"):
+        cluster_dir = os.path.join(here, "cluster")
+        clustered = [i for i in compat if str(i.fspath).startswith(cluster_dir)]
+        if clustered:
+            config.hook.pytest_deselected(items=clustered)
+            items[:] = [i for i in items if i not in clustered]
+            compat = [i for i in compat if i not in clustered]
+            print(f"\ncompat: {len(clustered)} cluster tests deselected: they need --cluster-kind")
     for item in compat:
         client = item.get_closest_marker("client")
         if client is None or client.args[0] not in CLIENTS:

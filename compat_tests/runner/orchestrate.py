@@ -67,6 +67,9 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
         run.bootstrap,
         "--compat-results",
         str(run.results_path),
+        # compat_tests/cluster/ starts three nodes of the target's kind beside it.
+        "--cluster-kind",
+        run.name,
         f"--junitxml={run.junit_path}",
         "-p",
         "no:cacheprovider",

@@ -1,0 +1,230 @@
+"""Replication, side by side: the same steps against three Apache Kafka nodes and
+three Gregor brokers, with the answers Kafka gives.
+
+A replicated topic is described with every replica in sync and leaders spread;
+acks=all records survive the kill -9 of their partition's leader, and the
+producer rides the leader change without losing or repeating one; with a
+replica gone from a topic with min.insync.replicas=3, acks=all answers
+NOT_ENOUGH_REPLICAS while acks=1 still works; kafka-reassign-partitions moves a partition's replicas to other brokers
+and its records with them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from compatlib.common import unique
+from compatlib.java import run as run_tool
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+pytestmark = pytest.mark.client("confluent-kafka")
+
+
+def create(admin, name: str, partitions: int = 3, replicas: int = 3, **config):
+    topic = NewTopic(name, partitions, replicas, config=config)
+    admin.create_topics([topic], operation_timeout=30)[name].result(60)
+    wait_for_full_isr(admin, name, partitions, replicas)
+    return name
+
+
+def wait_for_full_isr(admin, name: str, partitions: int, replicas: int) -> None:
+    wait_for(
+        lambda: (
+            len(partitions_of(admin, name)) == partitions
+            and all(
+                p.leader >= 0 and len(p.isrs) == replicas
+                for p in partitions_of(admin, name).values()
+            )
+        ),
+        f"{name}: a leader and a full ISR for every partition",
+    )
+
+
+def partitions_of(admin, name: str):
+    topic = admin.list_topics(name, timeout=10).topics[name]
+    return topic.partitions if topic.error is None else {}
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(0.2)
+
+
+def read_partition(bootstrap: str, topic: str, partition: int, count: int) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": unique("reader"), "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+        return values
+    finally:
+        consumer.close()
+
+
+@pytest.mark.api("CreateTopics", "Metadata", "DescribeCluster", "replication")
+def test_a_replicated_topic_has_every_replica_in_sync(cluster, cluster_admin):
+    topic = create(cluster_admin, unique("rf3"), partitions=6)
+    partitions = partitions_of(cluster_admin, topic)
+    ids = set(cluster.node_ids())
+    assert all(set(p.replicas) == ids and set(p.isrs) == ids for p in partitions.values())
+    # Kafka's placement: leaders (first replicas) spread evenly over the brokers.
+    leaders = [p.leader for p in partitions.values()]
+    assert sorted(leaders.count(n) for n in ids) == [2, 2, 2]
+    described = cluster_admin.describe_cluster().result(30)
+    assert {n.id for n in described.nodes} == ids
+    assert described.controller.id in ids
+
+
+@pytest.mark.api("Produce", "acks=all", "leader failover", "idempotence")
+def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admin):
+    topic = create(cluster_admin, unique("failover"), partitions=1)
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 120_000,
+        }
+    )
+    acked: list[int] = []
+    failed: list[str] = []
+
+    def delivered(err, msg):
+        if err:
+            failed.append(str(err))
+        else:
+            acked.append(msg.offset())
+
+    total = 600
+    half = threading.Event()
+
+    def send():
+        for i in range(total):
+            producer.produce(topic, value=b"%d" % i, partition=0, on_delivery=delivered)
+            producer.poll(0)
+            if i == total // 2:
+                half.set()
+                # The rest goes while the leader is gone: the client finds the new one.
+                wait_for(lambda: killed.is_set(), "the kill", 30)
+            time.sleep(0.002)
+        producer.flush(150)
+
+    killed = threading.Event()
+    sender = threading.Thread(target=send)
+    sender.start()
+    assert half.wait(60)
+    leader = partitions_of(cluster_admin, topic)[0].leader
+    cluster.kill(leader)
+    killed.set()
+    sender.join(180)
+    assert failed == []
+    assert sorted(acked) == list(range(total))  # each once, in order of sending
+    wait_for(
+        lambda: partitions_of(cluster_admin, topic)[0].leader not in (leader, -1),
+        "a new leader",
+    )
+    cluster.restart(leader)
+    assert read_partition(cluster.bootstrap, topic, 0, total) == [b"%d" % i for i in range(total)]
+    # The restarted broker catches up and is back in the ISR.
+    wait_for(lambda: leader in partitions_of(cluster_admin, topic)[0].isrs, "the ISR to grow back")
+
+
+@pytest.mark.api("Produce", "min.insync.replicas", "NOT_ENOUGH_REPLICAS")
+def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
+    cluster, cluster_admin
+):
+    # One broker down, not two: each Kafka node is also a KRaft voter, and a
+    # quorum of three without two of them cannot change any ISR.
+    topic = create(cluster_admin, unique("minisr"), 1, 3, **{"min.insync.replicas": "3"})
+    leader = partitions_of(cluster_admin, topic)[0].leader
+    follower = next(n for n in cluster.node_ids() if n != leader)
+    cluster.kill(follower)
+    # The leader drops it from the ISR once its session ends.
+    wait_for(
+        lambda: (
+            sorted(partitions_of(cluster_admin, topic)[0].isrs)
+            == sorted(n for n in cluster.node_ids() if n != follower)
+        ),
+        "the ISR to shrink",
+    )
+
+    def produce(acks: str):
+        errors: list[KafkaError | None] = []
+        p = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "acks": acks,
+                "retries": 0,
+                "message.timeout.ms": 10_000,
+            }
+        )
+        p.produce(topic, value=b"x", partition=0, on_delivery=lambda err, _m: errors.append(err))
+        p.flush(30)
+        return errors
+
+    (err,) = produce("all")
+    assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS
+    assert produce("1") == [None]
+    cluster.restart(follower)
+    wait_for(lambda: len(partitions_of(cluster_admin, topic)[0].isrs) == 3, "the ISR to grow back")
+    assert produce("all") == [None]
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("AlterPartitionReassignments", "ListPartitionReassignments", "replication")
+def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
+    cluster, cluster_admin, tmp_path
+):
+    # On broker 1 alone (confluent-kafka 2.16's NewTopic refuses a replica assignment).
+    topic = unique("moving")
+    made = run_tool(
+        "kafka-topics",
+        *("--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic),
+        *("--replica-assignment", "1"),
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    wait_for_full_isr(cluster_admin, topic, 1, 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(50):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, 3]}]}
+        )
+    )
+    args = ["--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)]
+    execute = run_tool("kafka-reassign-partitions", *args, "--execute", timeout=120)
+    assert execute.returncode == 0, execute.stdout + execute.stderr
+    wait_for(
+        lambda: (
+            "is completed"
+            in run_tool("kafka-reassign-partitions", *args, "--verify", timeout=120).stdout
+        ),
+        "the reassignment to complete",
+        timeout=90,
+    )
+    partition = partitions_of(cluster_admin, topic)[0]
+    assert sorted(partition.replicas) == [2, 3] and sorted(partition.isrs) == [2, 3]
+    assert partition.leader in (2, 3)
+    # The records moved with it: broker 1 no longer holds them, the others serve them.
+    cluster.kill(1)
+    assert read_partition(cluster.bootstrap, topic, 0, 50) == [b"%d" % i for i in range(50)]
