@@ -231,9 +231,9 @@ class ProducerStateManager:
         # Every batch below this offset is reflected in the state.
         self.map_end_offset = 0
         self.last_snapshot_offset: int | None = None
-        # First offset -> transaction, both in order of first offset: open
-        # transactions, and ended ones whose marker is not yet below the high
-        # watermark.
+        # First offset -> transaction: open transactions (in order of first
+        # offset: appends and replays add them so, snapshots load sorted),
+        # and ended ones whose marker is not yet below the high watermark.
         self.ongoing_txns: dict[int, TxnMetadata] = {}
         self.unreplicated_txns: dict[int, TxnMetadata] = {}
 
@@ -335,7 +335,11 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction that is open or whose
         marker is not yet replicated; None when there is none."""
-        firsts = [next(iter(txns)) for txns in (self.ongoing_txns, self.unreplicated_txns) if txns]
+        # Open transactions are added in offset order; ended ones in the
+        # order of their markers, which is not their first offsets' order.
+        firsts = list(self.unreplicated_txns)
+        if self.ongoing_txns:
+            firsts.append(next(iter(self.ongoing_txns)))
         return min(firsts) if firsts else None
 
     # --- replication and recovery ------------------------------------------------------

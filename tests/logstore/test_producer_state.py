@@ -265,3 +265,16 @@ def test_replicated_marker_from_an_old_coordinator_is_applied():
     completed = state.update_from_batch(marker(3), TxnMarker(False, 4))
     assert completed == CompletedTxn(PID, 2, 3, True)
     assert state.entry(PID).coordinator_epoch == 4
+
+
+def test_first_unstable_offset_is_the_oldest_ended_transaction_not_the_first_ended():
+    state = ProducerStateManager(None)
+    append(state, header(0, 1, seq=0, pid=77, attributes=TXN))
+    append(state, header(1, 1, seq=0, attributes=TXN))
+    end_txn(state, marker(2), commit=False)  # ends the younger transaction first
+    end_txn(state, marker(3, pid=77), commit=False)
+    assert state.first_unstable_offset() == 0
+    state.on_high_watermark_updated(3)
+    assert state.first_unstable_offset() == 0
+    state.on_high_watermark_updated(4)
+    assert state.first_unstable_offset() is None
