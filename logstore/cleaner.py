@@ -18,7 +18,8 @@
    go in the first cleaning after it. An emptied batch that holds the last
    offset of a producer the log still tracks stays as an empty batch header
    (Kafka's RETAIN_EMPTY), so the producer's last sequence survives. Control
-   and transactional batches are copied unchanged (Gregor writes none yet).
+   and transactional batches are copied unchanged, and the old segments'
+   transaction index entries are carried into the cleaned segment's.
 4. Each group is swapped in under the log's lock (`UnifiedLog.replace_segments`):
    `.cleaned` -> `.swap`, old segments -> `.deleted`, `.swap` -> `.log`, old
    files unlinked (reads in flight keep their open descriptors). Recovery
@@ -277,6 +278,11 @@ def clean_segments(
                     pending, headers = bytearray(), []
         if headers:
             cleaned.append(pending, headers)
+        # Markers and transactional batches are kept as they are, so every
+        # aborted transaction the old segments listed is still there.
+        for seg in segments:
+            for txn in seg.txn_index.entries():
+                cleaned.update_txn_index(txn)
         stats.bytes_written += cleaned.size
         cleaned.on_become_inactive()
         for path in cleaned.paths:
