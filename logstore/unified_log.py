@@ -898,15 +898,21 @@ class UnifiedLog:
     def log_to_clean(self, checkpoint: int | None, high_watermark: int | None = None) -> LogToClean:
         """What the cleaner may compact now, from its checkpointed first dirty
         offset, below `high_watermark` (default: the log end; see
-        cleanable.py)."""
+        cleanable.py) and below the first unstable offset: as in Kafka, the
+        cleaner never reaches a transaction that is not decided and
+        replicated."""
         with self._local.lock:
             self._local.check_usable()
+            bound = self.log_end_offset if high_watermark is None else high_watermark
+            first_unstable = self.first_unstable_offset
+            if first_unstable is not None:
+                bound = min(bound, first_unstable)
             return log_to_clean(
                 self._local.segments,
                 self.config,
                 checkpoint=checkpoint,
                 log_start_offset=self._log_start_offset,
-                high_watermark=self.log_end_offset if high_watermark is None else high_watermark,
+                high_watermark=bound,
                 now_ms=self._clock(),
             )
 

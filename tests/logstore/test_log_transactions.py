@@ -21,7 +21,7 @@ from logstore.transaction_index import AbortedTxn
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch, build_control_batch, iter_batches
 
-from .compaction_helpers import clean, compact_config, kv_batch
+from .compaction_helpers import clean, compact_config, kv_batch, records_of
 from .helpers import T0, FakeClock, batch, open_log, read_all
 
 A, B, C = 1000, 2000, 3000
@@ -491,3 +491,58 @@ def test_interrupted_swap_keeps_the_swapped_segments_transaction_index(tmp_path,
     log = open_log(path, clean_shutdown=True, recovery_point=leo, high_watermark=leo)
     assert txn_indexes(path) == {f"{name}.txnindex": AbortedTxn(A, 0, 1, 2).encode()}
     assert log.collect_aborted_transactions(0, leo) == [AbortedTxn(A, 0, 1, 2)]
+
+
+# --- compaction ---------------------------------------------------------------------------
+
+
+def _txn_kv(pid, seq, key, value):
+    return bytearray(
+        build_batch(
+            [RecordInput(key.encode(), value.encode(), timestamp=T0)],
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+    )
+
+
+def test_cleaner_drops_aborted_records_and_keeps_what_they_would_have_shadowed(tmp_path):
+    log = open_log(tmp_path / "t-0", compact_config())
+    log.append(kv_batch([("k", "committed")]), 0)  # 0
+    log.append(_txn_kv(A, 0, "k", "aborted"), 0)  # 1
+    Producer(log, A).end(commit=False)  # 2
+    log.append(_txn_kv(B, 0, "j", "committed-in-txn"), 0)  # 3
+    Producer(log, B).end(commit=True)  # 4
+    for i in range(12):
+        log.append(kv_batch([(f"x{i % 2}", f"v{i}")]), 0)
+    log.roll()
+    replicate(log)
+    assert clean(log, tmp_path) is not None
+    kept = {(key, value) for _, key, value in records_of(log)}
+    assert ("k", "committed") in kept and ("j", "committed-in-txn") in kept
+    assert ("k", "aborted") not in kept
+    markers = [h for _, h in iter_batches(read_all(log)) if h.is_control]
+    assert [h.base_offset for h in markers] == [2, 4]
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == [AbortedTxn(A, 1, 2, 3)]
+
+
+def test_cleaner_stops_at_the_first_unstable_offset(tmp_path):
+    log = open_log(tmp_path / "t-0", compact_config())
+    for i in range(6):
+        log.append(kv_batch([("k", f"old{i}")]), 0)
+    open_at = log.log_end_offset
+    log.append(_txn_kv(A, 0, "t", "open"), 0)
+    for i in range(12):
+        log.append(kv_batch([("k", f"new{i}")]), 0)
+    log.roll()
+    replicate(log)
+    assert log.first_unstable_offset == open_at
+    plan = log.log_to_clean(None)
+    assert plan.first_uncleanable_offset <= open_at
+    clean(log, tmp_path)
+    offsets = [offset for offset, key, _ in records_of(log) if key == "k"]
+    # The latest value below the open transaction survives: nothing at or
+    # above the first unstable offset was looked at.
+    assert open_at - 1 in offsets
