@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import trio
 
 from broker.metadata.image import NO_LEADER, PartitionRegistration
-from logstore import AppendInfo, ReadResult, UnifiedLog
+from logstore import AbortedTxn, AppendInfo, ReadResult, UnifiedLog
 from logstore.errors import LogStorageError
 from wire.error_codes import ErrorCode
 
@@ -405,6 +405,11 @@ class Partition:
     def read(self, offset: int, max_bytes: int, read_committed: bool, min_one: bool) -> ReadResult:
         """A consumer's read, up to the high watermark (or LSO)."""
         return self.log.read(offset, max_bytes, self.fetch_limit(read_committed), min_one)
+
+    def aborted_transactions(self, result: ReadResult) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed consumer must skip in
+        what `result` (a `read`) holds."""
+        return self.log.aborted_transactions(result)
 
     def read_for_replica(self, offset: int, max_bytes: int, min_one: bool) -> ReadResult:
         """A follower's read: everything up to the log end."""

@@ -10,7 +10,7 @@ Modules: `unified_log` (the UnifiedLog, the log the broker uses), `local_log`
 (its segments: append, roll, read, truncate, fsync), `segment` (one .log file
 and its indexes), `index` (offset and time indexes), `epoch_cache` (leader
 epochs), `producer_state` (idempotent producers and their snapshots),
-`recovery` (opening a directory), `checkpoint` / `partition_metadata` /
+`transaction_index` (aborted transactions per segment), `recovery` (opening a directory), `checkpoint` / `partition_metadata` /
 `logdir` (Kafka's small text files), `config`, `errors`, `results`;
 compaction: `cleanable` (what may be cleaned), `cleaner` (cleaning one log),
 `cleaner_manager` (choosing the log, checkpoint); `log_validator` (Kafka's
@@ -28,10 +28,12 @@ from logstore.cleaner_manager import CleanerCandidate, LogCleaner
 from logstore.config import LogConfig
 from logstore.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from logstore.errors import (
+    ControlBatchFromClient,
     CorruptFileError,
     InconsistentTopicId,
     InvalidProducerEpoch,
     InvalidRecords,
+    InvalidTxnState,
     LogClosedError,
     LogError,
     LogOfflineError,
@@ -39,6 +41,7 @@ from logstore.errors import (
     OffsetOutOfRange,
     OutOfOrderSequence,
     RecordBatchTooLarge,
+    TransactionCoordinatorFenced,
     UnexpectedAppendOffset,
 )
 from logstore.log_validator import (
@@ -54,7 +57,9 @@ from logstore.partition_metadata import (
     topic_id_to_string,
     write_partition_metadata,
 )
+from logstore.producer_state import AppendOrigin, CompletedTxn
 from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
+from logstore.transaction_index import AbortedTxn
 from logstore.unified_log import FetchIsolation, UnifiedLog
 
 __all__ = [
@@ -62,13 +67,18 @@ __all__ = [
     "LogCleaner",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "AbortedTxn",
     "AppendInfo",
+    "AppendOrigin",
+    "CompletedTxn",
+    "ControlBatchFromClient",
     "CorruptFileError",
     "EpochEntry",
     "FetchIsolation",
     "InconsistentTopicId",
     "InvalidProducerEpoch",
     "InvalidRecords",
+    "InvalidTxnState",
     "LeaderEpochCache",
     "LogClosedError",
     "LogConfig",
@@ -82,6 +92,7 @@ __all__ = [
     "RecordsError",
     "TimestampAndOffset",
     "TopicLimits",
+    "TransactionCoordinatorFenced",
     "UnexpectedAppendOffset",
     "UnifiedLog",
     "check_single_batch",

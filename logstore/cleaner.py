@@ -18,7 +18,15 @@
    go in the first cleaning after it. An emptied batch that holds the last
    offset of a producer the log still tracks stays as an empty batch header
    (Kafka's RETAIN_EMPTY), so the producer's last sequence survives. Control
-   and transactional batches are copied unchanged (Gregor writes none yet).
+   and committed transactional batches are copied unchanged, and the old
+   segments' transaction index entries are carried into the cleaned
+   segment's. Transactions: as in Kafka, the cleanable section ends at the
+   first unstable offset (log_to_clean), records of aborted transactions
+   (found through the transaction index) neither enter the offset map nor
+   survive a cleaning (an emptied batch holding an active producer's last
+   offset stays as a header), and markers stay (Kafka removes them after
+   delete.retention.ms once their transaction's data is gone; Gregor does
+   not yet).
 4. Each group is swapped in under the log's lock (`UnifiedLog.replace_segments`):
    `.cleaned` -> `.swap`, old segments -> `.deleted`, `.swap` -> `.log`, old
    files unlinked (reads in flight keep their open descriptors). Recovery
@@ -40,6 +48,7 @@ from logstore.cleanable import LogToClean
 from logstore.files import CLEANED_SUFFIX, fsync_path
 from logstore.index import INT32_MAX
 from logstore.segment import LogSegment
+from logstore.transaction_index import AbortedTxn
 from wire.records import (
     COMPRESSION_MASK,
     DELETE_HORIZON_MASK,
@@ -124,12 +133,19 @@ def clean_log(
     now = plog.now_ms()
     stats = CleanerStats()
     offset_map = OffsetMap(max_map_entries)
+    aborted = AbortedRanges(
+        plog.collect_aborted_transactions(
+            to_clean.segments[0].base_offset if to_clean.segments else 0,
+            to_clean.first_uncleanable_offset,
+        )
+    )
     build_offset_map(
         to_clean.segments,
         to_clean.first_dirty_offset,
         to_clean.first_uncleanable_offset,
         offset_map,
         stats,
+        aborted,
     )
     end_offset = offset_map.latest_offset + 1
     active_producers = plog.active_producer_last_offsets()
@@ -153,6 +169,7 @@ def clean_log(
             active_producers=active_producers,
             config=config,
             stats=stats,
+            aborted=aborted,
         )
         if not plog.replace_segments(cleaned, segments, [t.size for t in group]):
             log.info("%s: the log changed while it was cleaned; cleaning stopped", plog.dir)
@@ -173,8 +190,33 @@ def clean_log(
     return CleanResult(end_offset, stats)
 
 
+class AbortedRanges:
+    """Which transactional batches belong to an aborted transaction: those of
+    its producer between its first offset and its marker."""
+
+    def __init__(self, aborted: list[AbortedTxn]):
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for txn in aborted:
+            self._ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+
+    def holds(self, h: BatchHeader) -> bool:
+        if not h.is_transactional or h.is_control:
+            return False
+        return any(
+            first <= h.base_offset <= last for first, last in self._ranges.get(h.producer_id, ())
+        )
+
+
+NO_ABORTED = AbortedRanges([])
+
+
 def build_offset_map(
-    segments, start: int, end: int, offset_map: OffsetMap, stats: CleanerStats
+    segments,
+    start: int,
+    end: int,
+    offset_map: OffsetMap,
+    stats: CleanerStats,
+    aborted: AbortedRanges = NO_ABORTED,
 ) -> None:
     """Map the keyed records with offsets in [start, end). When the map fills
     up, it covers a prefix of the section (latest_offset says where it ends);
@@ -183,7 +225,7 @@ def build_offset_map(
     offset_map.latest_offset = start - 1
     for seg in segments:
         for pos, h in seg.batches():
-            if h.last_offset < start or h.is_control:
+            if h.last_offset < start or h.is_control or aborted.holds(h):
                 continue
             if h.base_offset >= end:
                 break
@@ -245,6 +287,7 @@ def clean_segments(
     active_producers: dict[int, int],
     config,
     stats: CleanerStats,
+    aborted: AbortedRanges = NO_ABORTED,
 ) -> LogSegment:
     """Write the retained batches of `segments` into a new `.cleaned`
     segment named after the first one, indexed, fsynced, with the last old
@@ -267,6 +310,7 @@ def clean_segments(
                     delete_retention_ms=delete_retention_ms,
                     active_producers=active_producers,
                     stats=stats,
+                    aborted=aborted,
                 )
                 if kept is None:
                     continue
@@ -277,6 +321,11 @@ def clean_segments(
                     pending, headers = bytearray(), []
         if headers:
             cleaned.append(pending, headers)
+        # Markers and transactional batches are kept as they are, so every
+        # aborted transaction the old segments listed is still there.
+        for seg in segments:
+            for txn in seg.txn_index.entries():
+                cleaned.update_txn_index(txn)
         stats.bytes_written += cleaned.size
         cleaned.on_become_inactive()
         for path in cleaned.paths:
@@ -298,9 +347,14 @@ def filter_batch(
     delete_retention_ms: int,
     active_producers: dict[int, int],
     stats: CleanerStats,
+    aborted: AbortedRanges = NO_ABORTED,
 ) -> bytes | None:
     """The batch as it stays in the cleaned log (the same bytes, a rebuilt
     batch, an empty batch header), or None when it goes."""
+    if aborted.holds(h):
+        stats.records_read += h.records_count
+        stats.records_removed += h.records_count
+        return _emptied(h, active_producers)
     if h.is_control or h.is_transactional:
         return data
     horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
@@ -323,6 +377,12 @@ def filter_batch(
         if len(retained) == len(records) and not set_horizon:
             return data
         return _rebuild(h, retained, horizon)
+    return _emptied(h, active_producers)
+
+
+def _emptied(h: BatchHeader, active_producers: dict[int, int]) -> bytes | None:
+    """What stays of a batch whose records all go: an empty header when it
+    holds an active producer's last offset (RETAIN_EMPTY), else nothing."""
     if h.producer_id >= 0 and active_producers.get(h.producer_id) == h.last_offset:
         return _empty_batch(h)
     return None

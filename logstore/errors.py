@@ -16,7 +16,10 @@ CORRUPT_MESSAGE = 2
 RECORD_LIST_TOO_LARGE = 18
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+TRANSACTION_COORDINATOR_FENCED = 52
 KAFKA_STORAGE_ERROR = 56
+INVALID_RECORD = 87
 INCONSISTENT_TOPIC_ID = 103
 
 
@@ -159,6 +162,47 @@ class InvalidProducerEpoch(LogError):
             f"producer {producer_id} sent epoch {producer_epoch}, "
             f"older than its current epoch {current_epoch}"
         )
+
+
+class InvalidTxnState(LogError):
+    """A producer with an open transaction sent a non-transactional batch."""
+
+    error_code = INVALID_TXN_STATE
+
+    def __init__(self, producer_id: int, offset: int, txn_first_offset: int):
+        self.producer_id = producer_id
+        self.offset = offset
+        self.txn_first_offset = txn_first_offset
+        super().__init__(
+            f"producer {producer_id} sent a non-transactional batch at offset {offset} "
+            f"inside its transaction opened at offset {txn_first_offset}"
+        )
+
+
+class TransactionCoordinatorFenced(LogError):
+    """A transaction marker from a coordinator older than the last one seen
+    for the producer (a zombie coordinator)."""
+
+    error_code = TRANSACTION_COORDINATOR_FENCED
+
+    def __init__(self, producer_id: int, coordinator_epoch: int, current_epoch: int):
+        self.producer_id = producer_id
+        self.coordinator_epoch = coordinator_epoch
+        self.current_epoch = current_epoch
+        super().__init__(
+            f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, "
+            f"older than the current coordinator epoch {current_epoch}"
+        )
+
+
+class ControlBatchFromClient(LogError):
+    """A producer tried to write a control batch (only coordinators may)."""
+
+    error_code = INVALID_RECORD
+
+    def __init__(self, offset: int):
+        self.offset = offset
+        super().__init__(f"clients may not write control batches (batch at offset {offset})")
 
 
 class CorruptFileError(LogError):

@@ -38,6 +38,7 @@ from logstore.files import DELETED_SUFFIX, SWAP_SUFFIX, fsync_dir, fsync_path
 from logstore.index import INT32_MAX
 from logstore.results import ReadResult
 from logstore.segment import LogSegment
+from logstore.transaction_index import AbortedTxn
 from wire.records import BatchHeader
 
 log = logging.getLogger(__name__)
@@ -267,6 +268,33 @@ class LocalLog:
         return ReadResult(
             segment.file if size else None, start_pos, size, start_offset, segment.base_offset
         )
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset,
+        upper_bound_offset), from the transaction indexes of the segment
+        holding `start_offset` and the later ones, until an entry's LSO shows
+        that no later one can overlap (Kafka's LocalLog.collectAbortedTransactions)."""
+        with self.lock:
+            found: list[AbortedTxn] = []
+            for segment in self.segments_from(start_offset):
+                txns, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+                found.extend(txns)
+                if complete:
+                    break
+            return found
+
+    def offset_after(self, result: ReadResult) -> int:
+        """The offset after the batches of a read: the next batch's base
+        offset, or the next segment's base, or the log end."""
+        with self.lock:
+            i = bisect.bisect_left(self._bases, result.segment_base_offset)
+            if i == len(self._bases) or self._bases[i] != result.segment_base_offset:
+                return self.log_end_offset  # the segment is gone: an upper bound
+            for _, h in self._segments[i].batches(result.position + result.size):
+                return h.base_offset
+            return self._bases[i + 1] if i + 1 < len(self._bases) else self.log_end_offset
 
     def _empty_read(self, start_offset: int) -> ReadResult:
         active = self._segments[-1]

@@ -18,6 +18,26 @@ ProducerAppendInfo does:
 Appends from replication and recovery update the state without sequence
 checks (`update_from_batch`).
 
+Transactions, as Kafka's ProducerStateManager / ProducerAppendInfo keep them:
+
+- a producer's first transactional batch opens its transaction
+  (`current_txn_first_offset`); the log's ongoing transactions are kept in
+  order of first offset, and the oldest is the first unstable offset;
+- a marker (a control batch, `TxnMarker`) closes it into a `CompletedTxn`
+  (producer id, first offset, marker offset, aborted?); the log writes an
+  aborted one into the segment's transaction index with the LSO after it
+  (`last_stable_offset(completed)`), then the transaction waits among the
+  unreplicated ones until the high watermark passes its marker, since the
+  LSO cannot pass it before (`on_high_watermark_updated`);
+- refused, except from replication (which logs): a data batch or marker with
+  an epoch older than the producer's -> InvalidProducerEpoch (a marker of
+  transaction version 2 must carry a newer epoch, except a retry after the
+  transaction ended); a marker from an older coordinator epoch ->
+  TransactionCoordinatorFenced; a producer in a transaction sending a
+  non-transactional batch -> InvalidTxnState;
+- a producer with an open transaction never expires, and snapshots keep the
+  transaction's first offset, so it is open again after a restart.
+
 Persistence: snapshot files `%020d.snapshot` beside the segments, in Kafka's
 own snapshot format (version 1, CRC-32C, one entry per producer id). Gregor
 writes one entry per *retained batch* (oldest first), so the whole five-batch
@@ -31,17 +51,24 @@ replays the batch headers after it (header-level, no record decoding).
 
 from __future__ import annotations
 
+import enum
 import logging
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import crc32c
 
-from logstore.errors import CorruptFileError, InvalidProducerEpoch, OutOfOrderSequence
+from logstore.errors import (
+    CorruptFileError,
+    InvalidProducerEpoch,
+    InvalidTxnState,
+    OutOfOrderSequence,
+    TransactionCoordinatorFenced,
+)
 from logstore.files import SNAPSHOT_SUFFIX, file_name, parse_file_name, unlink_quietly
 
 log = logging.getLogger(__name__)
@@ -58,6 +85,43 @@ _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 # producer_id, epoch, last_sequence, last_offset, offset_delta, timestamp,
 # coordinator_epoch, current_txn_first_offset
 _CRC_FROM = 6  # the CRC covers the entry array (count included)
+
+
+class AppendOrigin(enum.Enum):
+    """Who writes a batch, which decides what is checked (Kafka's AppendOrigin)."""
+
+    # A producer's Produce request: epochs, sequences, duplicates, transactions.
+    CLIENT = "client"
+    # A coordinator (transaction markers, group records): epochs, transactions.
+    COORDINATOR = "coordinator"
+    # A follower's fetch or a replay of the log: nothing refused.
+    REPLICATION = "replication"
+
+
+class TxnMarker(NamedTuple):
+    """What a transaction marker's control record says."""
+
+    is_commit: bool
+    coordinator_epoch: int
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended: its first offset and the marker's."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass
+class TxnMetadata:
+    """A transaction of the log: open (last_offset None) or ended by a marker
+    the high watermark has not yet passed."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int | None = None
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -146,12 +210,15 @@ class ProducerEntry:
 
 
 class PendingUpdate:
-    """Producer entries changed by one append, applied after the write succeeds."""
+    """Producer entries changed by one append, and the transactions it opens
+    and ends, applied after the write succeeds."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "started", "completed")
 
     def __init__(self) -> None:
         self.entries: dict[int, ProducerEntry] = {}
+        self.started: list[TxnMetadata] = []
+        self.completed: list[CompletedTxn] = []
 
 
 class ProducerStateManager:
@@ -164,6 +231,11 @@ class ProducerStateManager:
         # Every batch below this offset is reflected in the state.
         self.map_end_offset = 0
         self.last_snapshot_offset: int | None = None
+        # First offset -> transaction: open transactions (in order of first
+        # offset: appends and replays add them so, snapshots load sorted),
+        # and ended ones whose marker is not yet below the high watermark.
+        self.ongoing_txns: dict[int, TxnMetadata] = {}
+        self.unreplicated_txns: dict[int, TxnMetadata] = {}
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -173,18 +245,27 @@ class ProducerStateManager:
 
     # --- leader appends ---------------------------------------------------------------
 
-    def prepare(self, batches: Iterable) -> PendingUpdate | Duplicate:
-        """Check the batches of one client append (BatchHeaders whose offsets
-        are the ones they are about to get). Returns the pending update to
-        `apply` after writing, or the Duplicate to answer without writing.
-        Raises InvalidProducerEpoch / OutOfOrderSequence."""
+    def prepare(
+        self,
+        batches: Iterable,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        markers: Mapping[int, TxnMarker] | None = None,
+        transaction_version: int = 0,
+    ) -> PendingUpdate | Duplicate:
+        """Check the batches of one leader append (BatchHeaders whose offsets
+        are the ones they are about to get; `markers` holds the marker of
+        each control batch by its base offset). Returns the pending update to
+        `apply` after writing, or (client appends only) the Duplicate to
+        answer without writing. Raises InvalidProducerEpoch /
+        OutOfOrderSequence / InvalidTxnState / TransactionCoordinatorFenced."""
         pending = PendingUpdate()
         for h in batches:
             pid = h.producer_id
             if pid == NO_PRODUCER_ID:
                 continue
             current = self.producers.get(pid)
-            if current is not None and not h.is_control:
+            if current is not None and not h.is_control and origin is AppendOrigin.CLIENT:
                 dup = current.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
                 if dup is not None:
                     return Duplicate(pid, dup.first_offset, dup.last_offset, dup.timestamp)
@@ -192,51 +273,195 @@ class ProducerStateManager:
             if updated is None:
                 updated = current.copy() if current is not None else ProducerEntry(pid)
                 pending.entries[pid] = updated
-            self._append(updated, current, h, check_sequence=True)
+            marker = markers.get(h.base_offset) if markers else None
+            completed = self._append(
+                updated, current, h, marker, origin, transaction_version, pending.started
+            )
+            if completed is not None:
+                pending.completed.append(completed)
         return pending
 
-    def apply(self, pending: PendingUpdate, next_offset: int) -> None:
+    def apply(self, pending: PendingUpdate, next_offset: int) -> list[CompletedTxn]:
+        """Make a prepared append's state current, once its batches are
+        written. Returns the transactions it ended, which the caller passes
+        to `complete_txns` (after noting where their markers went)."""
         self.producers.update(pending.entries)
+        for txn in pending.started:
+            self.ongoing_txns[txn.first_offset] = txn
         self.map_end_offset = max(self.map_end_offset, next_offset)
+        return pending.completed
+
+    # --- transactions -----------------------------------------------------------------
+
+    def complete_txns(self, completed: Iterable[CompletedTxn]) -> list[tuple[CompletedTxn, int]]:
+        """End the transactions, in order, as Kafka does after an append:
+        each one's LSO is computed while it is still open (the first offset
+        of the oldest open transaction of another producer, or the marker's
+        next offset), then it moves to the unreplicated ones. Returns
+        (transaction, its LSO) pairs, for the transaction index."""
+        done = []
+        for txn in completed:
+            done.append((txn, self.last_stable_offset(txn)))
+            self.complete_txn(txn)
+        return done
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        for txn in self.ongoing_txns.values():
+            if txn.producer_id != completed.producer_id:
+                return txn.first_offset
+        return completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        txn = self.ongoing_txns.pop(completed.first_offset, None)
+        if txn is None:
+            raise ValueError(f"no open transaction starts at offset {completed.first_offset}")
+        txn.last_offset = completed.last_offset
+        self.unreplicated_txns[completed.first_offset] = txn
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget ended transactions whose marker lies below the high
+        watermark: they no longer hold the LSO back."""
+        self._remove_unreplicated_below(high_watermark)
+
+    def _remove_unreplicated_below(self, offset: int) -> None:
+        done = [
+            first
+            for first, txn in self.unreplicated_txns.items()
+            if txn.last_offset is not None and txn.last_offset < offset
+        ]
+        for first in done:
+            del self.unreplicated_txns[first]
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open or whose
+        marker is not yet replicated; None when there is none."""
+        # Open transactions are added in offset order; ended ones in the
+        # order of their markers, which is not their first offsets' order.
+        firsts = list(self.unreplicated_txns)
+        if self.ongoing_txns:
+            firsts.append(next(iter(self.ongoing_txns)))
+        return min(firsts) if firsts else None
 
     # --- replication and recovery ------------------------------------------------------
 
-    def update_from_batch(self, h) -> None:
-        """Apply one batch header from replication or log replay (no sequence
-        checks; an older epoch is logged, not refused)."""
+    def update_from_batch(self, h, marker: TxnMarker | None = None) -> CompletedTxn | None:
+        """Apply one batch header from replication or log replay (`marker`:
+        what a control batch's record says). Nothing is refused: an older
+        epoch and the like are logged. Returns the transaction a marker
+        ended, which the caller passes to `complete_txns`."""
         pid = h.producer_id
+        completed = None
         if pid != NO_PRODUCER_ID:
             current = self.producers.get(pid)
             entry = current if current is not None else ProducerEntry(pid)
-            self._append(entry, current, h, check_sequence=False)
-            self.producers[pid] = entry
-        self.map_end_offset = max(self.map_end_offset, h.next_offset)
-
-    def _append(self, updated: ProducerEntry, current: ProducerEntry | None, h, check_sequence):
-        epoch = h.producer_epoch
-        if epoch < updated.producer_epoch:
-            if check_sequence:
-                raise InvalidProducerEpoch(h.producer_id, epoch, updated.producer_epoch)
-            log.warning(
-                "producer %d epoch %d at offset %d is older than its epoch %d",
-                h.producer_id,
-                epoch,
-                h.base_offset,
-                updated.producer_epoch,
+            started: list[TxnMetadata] = []
+            completed = self._append(
+                entry, current, h, marker, AppendOrigin.REPLICATION, 0, started
             )
+            self.producers[pid] = entry
+            for txn in started:
+                self.ongoing_txns[txn.first_offset] = txn
+        self.map_end_offset = max(self.map_end_offset, h.next_offset)
+        return completed
+
+    def _append(
+        self,
+        updated: ProducerEntry,
+        current: ProducerEntry | None,
+        h,
+        marker: TxnMarker | None,
+        origin: AppendOrigin,
+        transaction_version: int,
+        started: list[TxnMetadata],
+    ) -> CompletedTxn | None:
         if h.is_control:
-            # A transaction marker: bumps the epoch, ends the open transaction.
-            updated.update_epoch(epoch)
-            updated.current_txn_first_offset = -1
-            updated.last_timestamp = h.max_timestamp
-            return
-        if check_sequence:
+            if marker is None:
+                # Emptied by the cleaner (its transaction is gone), or not a
+                # transaction marker: nothing to apply, as in Kafka.
+                return None
+            return self._append_marker(updated, h, marker, origin, transaction_version)
+        self._check_epoch(updated, h, origin, strictly_newer=False)
+        if origin is AppendOrigin.CLIENT:
             self._check_sequence(updated, current, h)
         updated.add_batch(
-            epoch, h.last_sequence, h.last_offset, h.last_offset - h.base_offset, h.max_timestamp
+            h.producer_epoch,
+            h.last_sequence,
+            h.last_offset,
+            h.last_offset - h.base_offset,
+            h.max_timestamp,
         )
-        if h.is_transactional and updated.current_txn_first_offset < 0:
+        if updated.current_txn_first_offset >= 0 and not h.is_transactional:
+            if origin is not AppendOrigin.REPLICATION:
+                raise InvalidTxnState(
+                    h.producer_id, h.base_offset, updated.current_txn_first_offset
+                )
+            log.warning(
+                "producer %d wrote a non-transactional batch at offset %d in its transaction",
+                h.producer_id,
+                h.base_offset,
+            )
+        elif updated.current_txn_first_offset < 0 and h.is_transactional:
             updated.current_txn_first_offset = h.base_offset
+            started.append(TxnMetadata(h.producer_id, h.base_offset))
+        return None
+
+    def _append_marker(
+        self,
+        updated: ProducerEntry,
+        h,
+        marker: TxnMarker,
+        origin: AppendOrigin,
+        transaction_version: int,
+    ) -> CompletedTxn | None:
+        # Transaction version 2 coordinators bump the epoch for every marker;
+        # a marker at the current epoch after the transaction ended is a
+        # retry of one already written (Kafka's KAFKA-19999 rule).
+        strict = transaction_version >= 2 and origin is not AppendOrigin.REPLICATION
+        retry = (
+            strict
+            and h.producer_epoch == updated.producer_epoch
+            and updated.current_txn_first_offset < 0
+        )
+        if not retry:
+            self._check_epoch(updated, h, origin, strictly_newer=strict)
+        if updated.coordinator_epoch > marker.coordinator_epoch:
+            if origin is not AppendOrigin.REPLICATION:
+                raise TransactionCoordinatorFenced(
+                    h.producer_id, marker.coordinator_epoch, updated.coordinator_epoch
+                )
+            log.info(
+                "producer %d marker at offset %d has coordinator epoch %d, older than %d",
+                h.producer_id,
+                h.base_offset,
+                marker.coordinator_epoch,
+                updated.coordinator_epoch,
+            )
+        completed = None
+        if updated.current_txn_first_offset >= 0:
+            # A marker without data changes neither the LSO nor the index.
+            completed = CompletedTxn(
+                h.producer_id, updated.current_txn_first_offset, h.base_offset, not marker.is_commit
+            )
+        updated.update_epoch(h.producer_epoch)
+        updated.coordinator_epoch = marker.coordinator_epoch
+        updated.last_timestamp = h.max_timestamp
+        updated.current_txn_first_offset = -1
+        return completed
+
+    @staticmethod
+    def _check_epoch(updated: ProducerEntry, h, origin: AppendOrigin, *, strictly_newer: bool):
+        epoch, current = h.producer_epoch, updated.producer_epoch
+        if epoch > current or (epoch == current and not strictly_newer):
+            return
+        if origin is not AppendOrigin.REPLICATION:
+            raise InvalidProducerEpoch(h.producer_id, epoch, current)
+        log.warning(
+            "producer %d epoch %d at offset %d is older than its epoch %d",
+            h.producer_id,
+            epoch,
+            h.base_offset,
+            current,
+        )
 
     @staticmethod
     def _check_sequence(updated: ProducerEntry, current: ProducerEntry | None, h) -> None:
@@ -271,7 +496,13 @@ class ProducerStateManager:
 
     def clear(self, map_end_offset: int = 0) -> None:
         self.producers.clear()
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         self.map_end_offset = map_end_offset
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """Transactions whose marker lies below the new log start are gone."""
+        self._remove_unreplicated_below(log_start_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget everything and delete every snapshot."""
@@ -337,12 +568,15 @@ class ProducerStateManager:
                 log.warning("deleting corrupt producer snapshot: %s", e)
                 unlink_quietly(path)
                 continue
-            for entry in entries:
+            for entry in sorted(entries, key=lambda e: e.current_txn_first_offset):
                 if (
                     entry.current_txn_first_offset >= 0
                     or now_ms - entry.last_timestamp < self.producer_id_expiration_ms
                 ):
                     self.producers[entry.producer_id] = entry
+                    if entry.current_txn_first_offset >= 0:
+                        first = entry.current_txn_first_offset
+                        self.ongoing_txns[first] = TxnMetadata(entry.producer_id, first)
             self.map_end_offset = snap
             self.last_snapshot_offset = snap
             return snap

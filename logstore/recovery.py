@@ -13,7 +13,9 @@ The log file is the truth. On open:
    point to the end is recovered: batch by batch, CRC, sizes and offsets
    checked, indexes rebuilt, and the file cut at the first bad or torn batch;
    the segments after a cut are deleted. After a clean shutdown only segments
-   with missing indexes are rebuilt.
+   with missing indexes are rebuilt. The transaction indexes of recovered
+   segments are rebuilt by the log (unified_log.py), which replays them
+   through producer state as Kafka's LogSegment.recover does.
 4. An empty directory gets a first segment at the log start offset; a log
    ending below the log start offset (segments deleted behind our back) is
    emptied and restarted there, as Kafka does.
@@ -35,6 +37,8 @@ from logstore.files import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TMP_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    file_name,
     parse_file_name,
     unlink_quietly,
 )
@@ -54,6 +58,10 @@ class LoadedLog:
     truncated_bytes: int
     # True when the log was restarted at the log start offset.
     reset: bool
+    # Base offset of the first segment recovered (its batches validated and
+    # indexes rebuilt), None when none was: the log rebuilds the transaction
+    # indexes from there by replaying the batches through producer state.
+    recovered_from: int | None = None
 
 
 def load_log(
@@ -75,6 +83,7 @@ def load_log(
         raise LogStorageError("load log", dir, e) from e
 
     truncated = 0
+    recovered_from = None
     if segments:
         if clean_shutdown:
             first_unflushed = len(segments)
@@ -89,6 +98,8 @@ def load_log(
             if not seg.indexes_exist():
                 log.warning("%s: index files missing, rebuilding them", seg.log_path)
                 upper = segments[i + 1].base_offset if i + 1 < len(segments) else None
+                if recovered_from is None:
+                    recovered_from = seg.base_offset
                 cut = seg.recover(None, upper)
                 if cut:
                     log.warning(
@@ -97,6 +108,8 @@ def load_log(
                 truncated += cut
         # Segments from the recovery point on: validate, and cut at the first bad batch.
         i = first_unflushed
+        if i < len(segments) and recovered_from is None:
+            recovered_from = segments[i].base_offset
         while i < len(segments):
             seg = segments[i]
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else None
@@ -138,7 +151,9 @@ def load_log(
         rp = log_end
     else:
         rp = min(recovery_point, log_end)
-    return LoadedLog(segments, start, rp, truncated, reset)
+    if reset:
+        recovered_from = None
+    return LoadedLog(segments, start, rp, truncated, reset, recovered_from)
 
 
 def _remove_stray_files(dir: str) -> None:
@@ -164,9 +179,18 @@ def _remove_stray_files(dir: str) -> None:
                 swaps.append((parsed[0], parsed[1], path))
             else:
                 unlink_quietly(path)
+    txn_swaps = []
     for base, suffix, path in swaps:
-        if (min_cleaned is not None and base >= min_cleaned) or suffix != LOG_SUFFIX:
-            # Part of an unfinished split, or an index (rebuilt from the log).
+        if min_cleaned is not None and base >= min_cleaned:
+            # Part of an unfinished split.
+            unlink_quietly(path)
+            continue
+        if suffix == TXN_INDEX_SUFFIX:
+            # Replay cannot rebuild it below the recovery point: keep it.
+            txn_swaps.append((base, path))
+            continue
+        if suffix != LOG_SUFFIX:
+            # An offset or time index: rebuilt from the log.
             unlink_quietly(path)
             continue
         # The segments it replaces: those from its base to its last batch,
@@ -180,6 +204,12 @@ def _remove_stray_files(dir: str) -> None:
         target = path[: -len(SWAP_SUFFIX)]
         log.info("completing interrupted swap: %s -> %s", path, os.path.basename(target))
         os.replace(path, target)
+    for base, path in txn_swaps:
+        # The transaction index of a swapped-in segment follows its `.log`.
+        if os.path.exists(os.path.join(dir, file_name(base, LOG_SUFFIX))):
+            os.replace(path, path[: -len(SWAP_SUFFIX)])
+        else:
+            unlink_quietly(path)
 
     # Index files whose segment is gone.
     present = {

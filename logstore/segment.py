@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 from logstore.config import LogConfig
 from logstore.errors import CorruptIndexError, LogOfflineError, LogStorageError
 from logstore.files import (
-    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -41,6 +40,7 @@ from logstore.index import (
     TimeIndex,
     TimestampOffset,
 )
+from logstore.transaction_index import AbortedTxn, TransactionIndex
 from wire.errors import DecodeError
 from wire.records import (
     BATCH_HEADER_SIZE,
@@ -123,6 +123,7 @@ class LogSegment:
         self._rolling_timestamp: int | None = None  # first batch's max timestamp
         self._next_offset: int | None = None  # None: not computed yet
         self.bytes_since_last_index_entry = 0
+        self.txn_index = TransactionIndex(self.txn_index_path, base_offset)
 
     # --- files --------------------------------------------------------------------
 
@@ -139,8 +140,13 @@ class LogSegment:
         return os.path.join(self.dir, file_name(self.base_offset, TIME_INDEX_SUFFIX) + self.suffix)
 
     @property
-    def paths(self) -> tuple[str, str, str]:
-        return self.log_path, self.index_path, self.time_index_path
+    def txn_index_path(self) -> str:
+        return os.path.join(self.dir, file_name(self.base_offset, TXN_INDEX_SUFFIX) + self.suffix)
+
+    @property
+    def paths(self) -> tuple[str, str, str, str]:
+        """Every file of the segment; the transaction index may not exist."""
+        return self.log_path, self.index_path, self.time_index_path, self.txn_index_path
 
     @property
     def max_index_bytes(self) -> int:
@@ -153,8 +159,7 @@ class LogSegment:
         """A new, empty, active segment (stale files with its name are replaced).
         With a `suffix` (".cleaned") its files are not (yet) part of the log."""
         path = os.path.join(dir, file_name(base_offset, LOG_SUFFIX) + suffix)
-        if not suffix:
-            unlink_quietly(os.path.join(dir, file_name(base_offset, TXN_INDEX_SUFFIX)))
+        unlink_quietly(os.path.join(dir, file_name(base_offset, TXN_INDEX_SUFFIX) + suffix))
         fd = _open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
         seg = cls(dir, base_offset, config, SegmentFile(path, fd), 0, now_ms, suffix)
         try:
@@ -197,6 +202,10 @@ class LogSegment:
             for old, new in zip(old_paths, new_paths, strict=True):
                 if os.path.exists(old):
                     os.replace(old, new)
+            # After the `.log`: a crash between leaves `<base>.txnindex.swap`
+            # beside a finished swap (recovery renames it), never a new
+            # `<base>.txnindex` that completing an old `.log.swap` would delete.
+            self.txn_index.rename(self.txn_index_path)
         except OSError as e:
             self.suffix = old_suffix
             raise LogStorageError("rename segment", old_paths[-1], e) from e
@@ -408,6 +417,15 @@ class LogSegment:
             # recovers the tail) can make the log consistent again.
             raise LogOfflineError(self.dir, e) from e
 
+    def update_txn_index(self, txn: AbortedTxn) -> None:
+        """Record a transaction aborted by a marker in this segment."""
+        self.txn_index.append(txn)
+
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> tuple[list[AbortedTxn], bool]:
+        return self.txn_index.collect_aborted(fetch_offset, upper_bound_offset)
+
     # --- reads --------------------------------------------------------------------
 
     def batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
@@ -587,6 +605,7 @@ class LogSegment:
         oi, ti = self.offset_index, self.time_index
         oi.truncate_to(cut_offset)
         ti.truncate_to(cut_offset)
+        self.txn_index.truncate_to(cut_offset)
         self.make_active()
         removed = 0
         if found is not None:
@@ -651,15 +670,12 @@ class LogSegment:
             self._close_indexes(trim=False)
         except OSError:
             pass
-        paths = list(self.paths)
-        if self.suffix in ("", DELETED_SUFFIX):
-            # Kafka's transaction index of this segment (Gregor writes none).
-            paths.append(os.path.join(self.dir, file_name(self.base_offset, TXN_INDEX_SUFFIX)))
-        for path in paths:
+        for path in self.paths:
             try:
                 unlink_quietly(path)
             except OSError as e:
                 raise LogStorageError("delete segment", path, e) from e
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size})"

@@ -1,5 +1,4 @@
-"""One partition's durable commit log (Kafka's UnifiedLog, minus tiering and
-transactions).
+"""One partition's durable commit log (Kafka's UnifiedLog, minus tiering).
 
 A UnifiedLog is the log the broker uses. Its segments are a LocalLog
 (local_log.py: the segment list, append to the active segment, roll, read,
@@ -10,6 +9,15 @@ idempotent-producer state, retention (time, size, log start) and
 DeleteRecords, offset-for-timestamp lookups, the compaction hooks, the topic
 id and config updates. All offsets are Kafka offsets; every method works on
 whole record batches and reads only their 61-byte headers.
+
+Transactions: producer state (producer_state.py) tracks the open ones; a
+marker (`append_transaction_marker`, from the transaction coordinator) ends
+one, and an aborted one is written to the transaction index of the segment
+holding the marker (transaction_index.py). The last stable offset is the
+first offset of the oldest transaction that is open or whose marker the high
+watermark has not passed, bounded by the high watermark; read_committed
+consumers read below it and skip the aborted transactions
+`collect_aborted_transactions` lists.
 
 Offsets, in order: log start offset <= last stable offset <= high watermark
 <= log end offset. The high watermark is the offset below which every in-sync
@@ -47,7 +55,9 @@ from logstore.cleanable import LogToClean, log_to_clean
 from logstore.config import LogConfig
 from logstore.epoch_cache import LeaderEpochCache
 from logstore.errors import (
+    ControlBatchFromClient,
     CorruptFileError,
+    CorruptIndexError,
     InconsistentTopicId,
     InvalidRecords,
     LogOfflineError,
@@ -60,16 +70,27 @@ from logstore.errors import (
 from logstore.files import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA, fsync_dir, fsync_path
 from logstore.local_log import LocalLog
 from logstore.partition_metadata import read_partition_metadata, write_partition_metadata
-from logstore.producer_state import Duplicate, ProducerStateManager
+from logstore.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    Duplicate,
+    ProducerStateManager,
+    TxnMarker,
+)
 from logstore.recovery import load_log
 from logstore.results import AppendInfo, ReadResult, TimestampAndOffset
 from logstore.segment import LogSegment
+from logstore.transaction_index import AbortedTxn
 from wire.errors import DecodeError
 from wire.records import (
     BATCH_HEADER_SIZE,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
     BatchHeader,
+    build_control_batch,
     iter_batches,
     iter_records,
+    parse_control_record,
     read_batch_header,
     record_timestamp,
     set_base_offset,
@@ -157,7 +178,14 @@ class UnifiedLog:
             raise LogStorageError("open log", dir, e) from e
         self = cls(LocalLog(dir, config, loaded.segments, loaded.recovery_point, clock), clock)
         try:
-            self._load(loaded.log_start_offset, high_watermark, loaded.reset, epochs, epoch_path)
+            self._load(
+                loaded.log_start_offset,
+                high_watermark,
+                loaded.reset,
+                epochs,
+                epoch_path,
+                loaded.recovered_from,
+            )
         except OSError as e:
             self._local.close_quietly()
             raise LogStorageError("open log", dir, e) from e
@@ -170,6 +198,7 @@ class UnifiedLog:
         reset: bool,
         epochs: LeaderEpochCache | None,
         epoch_path: str,
+        recovered_from: int | None,
     ) -> None:
         dir, leo = self.dir, self.log_end_offset
         self._log_start_offset = log_start_offset
@@ -189,7 +218,9 @@ class UnifiedLog:
         if reset:
             self.producers.truncate_fully_and_start_at(leo)
         else:
-            self._rebuild_producer_state(self._clock())
+            self._rebuild_producer_state(
+                self._clock(), self._txn_index_rebuild_from(recovered_from)
+            )
 
         try:
             self.topic_id = read_partition_metadata(dir)
@@ -205,20 +236,60 @@ class UnifiedLog:
             self.recovery_point,
         )
 
-    def _rebuild_producer_state(self, now_ms: int) -> None:
-        """Newest snapshot at or below the log end, then the batches after it."""
+    def _txn_index_rebuild_from(self, recovered_from: int | None) -> int | None:
+        """Where recovery rebuilds transaction indexes: from the first segment
+        recovery validated (Kafka rebuilds the index of every recovered
+        segment), or an earlier one whose index is unreadable."""
+        for seg in self._local.segments:
+            if recovered_from is not None and seg.base_offset >= recovered_from:
+                break
+            try:
+                seg.txn_index.sanity_check()
+            except CorruptIndexError as e:
+                log.warning("%s: rebuilding transaction indexes: %s", self.dir, e)
+                return seg.base_offset
+        return recovered_from
+
+    def _rebuild_producer_state(self, now_ms: int, txn_index_from: int | None = None) -> None:
+        """Newest snapshot at or below the log end, then the batches after it.
+        With `txn_index_from`, the transaction indexes of the segments from
+        there on are rebuilt by the replay, which then starts at or below it."""
         leo = self.log_end_offset
         first_base = self._local.segments[0].base_offset
-        snap = self.producers.load_latest_snapshot(leo, now_ms)
+        limit = leo if txn_index_from is None else min(leo, txn_index_from)
+        snap = self.producers.load_latest_snapshot(limit, now_ms)
         self.producers.delete_snapshots_below(first_base)
         start = snap if snap is not None else first_base
+        if txn_index_from is not None:
+            for seg in self._local.segments_from(txn_index_from):
+                if seg.base_offset >= txn_index_from:
+                    seg.txn_index.reset()
         for seg in self._local.segments_from(start):
             found = seg.translate_offset(start)
             if found is None:
                 continue
-            for _, h in seg.batches(found[0]):
-                self.producers.update_from_batch(h)
+            for pos, h in seg.batches(found[0]):
+                marker = _replayed_marker(seg, pos, h) if h.is_control else None
+                completed = self.producers.update_from_batch(h, marker)
+                if completed is not None:
+                    index = txn_index_from is not None and h.base_offset >= txn_index_from
+                    self._complete_txns([completed], seg if index else None)
         self.producers.map_end_offset = leo
+        self.producers.on_high_watermark_updated(self._high_watermark)
+
+    def _complete_txns(self, completed: list[CompletedTxn], segment: LogSegment | None) -> None:
+        """End transactions whose markers were just appended to `segment`
+        (None: replayed, already indexed), indexing the aborted ones."""
+        for txn, lso in self.producers.complete_txns(completed):
+            if txn.is_aborted and segment is not None:
+                aborted = AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+                try:
+                    segment.update_txn_index(aborted)
+                except LogStorageError as e:
+                    # The marker is in the log but not in the index: only a
+                    # reopen (recovery replays the marker) makes them agree.
+                    self._local.mark_offline(e)
+                    raise LogOfflineError(self.dir, e) from e
 
     # ------------------------------------------------------------- properties
 
@@ -252,11 +323,21 @@ class UnifiedLog:
         return self._high_watermark
 
     @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is open or whose
+        marker lies at or above the high watermark (never below the log
+        start offset); None when there is none."""
+        first = self.producers.first_unstable_offset()
+        return None if first is None else max(first, self._log_start_offset)
+
+    @property
     def last_stable_offset(self) -> int:
-        """The offset below which no record belongs to an open transaction.
-        Gregor has no transactions yet, so it is the high watermark; with them
-        it becomes the first offset of the oldest open transaction when that
-        lies below the high watermark."""
+        """The offset below which every transaction is decided and its marker
+        replicated: the first unstable offset when it lies below the high
+        watermark, else the high watermark. read_committed reads stop here."""
+        first = self.first_unstable_offset
+        if first is not None and first < self._high_watermark:
+            return first
         return self._high_watermark
 
     def update_high_watermark(self, offset: int) -> int:
@@ -264,7 +345,7 @@ class UnifiedLog:
         log end offset], up or down: a follower takes the leader's (bounded by
         its own log end). Returns the high watermark now."""
         with self._local.lock:
-            self._high_watermark = self._within_log(offset)
+            self._set_high_watermark(self._within_log(offset))
             return self._high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -278,8 +359,13 @@ class UnifiedLog:
                 raise ValueError(f"high watermark {offset} past the log end offset {leo}")
             if offset <= self._high_watermark:
                 return False
-            self._high_watermark = offset
+            self._set_high_watermark(offset)
             return True
+
+    def _set_high_watermark(self, offset: int) -> None:
+        self._high_watermark = offset
+        # Ended transactions whose markers it passed no longer hold the LSO.
+        self.producers.on_high_watermark_updated(offset)
 
     def fetch_upper_bound(self, isolation: FetchIsolation) -> int:
         """The `max_offset` for a `read` with `isolation`."""
@@ -331,7 +417,14 @@ class UnifiedLog:
     # ----------------------------------------------------------------- append
 
     @storage_errors
-    def append(self, records, leader_epoch: int) -> AppendInfo:
+    def append(
+        self,
+        records,
+        leader_epoch: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        transaction_version: int = 0,
+    ) -> AppendInfo:
         """Append a leader's batches: `records` holds one or more whole v2
         batches (the Produce request's records, already validated: CRC,
         records). Offsets are assigned from the log end offset by patching each
@@ -342,7 +435,15 @@ class UnifiedLog:
 
         - a retried batch returns an AppendInfo with duplicate=True and the
           original offsets, writing nothing;
-        - InvalidProducerEpoch / OutOfOrderSequence are raised.
+        - InvalidProducerEpoch / OutOfOrderSequence / InvalidTxnState are raised.
+
+        `origin` is who writes (Kafka's AppendOrigin): a producer (CLIENT,
+        which may not write control batches: ControlBatchFromClient), or a
+        coordinator (COORDINATOR: no sequence checks, transaction markers
+        allowed, TransactionCoordinatorFenced for a marker from an old
+        coordinator epoch; `transaction_version` 2 demands a bumped producer
+        epoch on markers). A marker ending an aborted transaction adds it to
+        the transaction index.
 
         Also raises InvalidRecords (not whole batches), RecordBatchTooLarge
         (more than a segment), LogStorageError (the disk failed; nothing of
@@ -356,11 +457,23 @@ class UnifiedLog:
                 raise RecordBatchTooLarge(len(buf), self.config.segment_bytes)
             next_offset = self.log_end_offset
             assigned = []
+            markers: dict[int, TxnMarker] = {}
             for pos, h in batches:
+                if h.is_control:
+                    if origin is AppendOrigin.CLIENT:
+                        raise ControlBatchFromClient(h.base_offset)
+                    marker = _read_marker(buf[pos : pos + h.size], h)
+                    if marker is not None:
+                        markers[next_offset] = marker
                 h = h._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
                 assigned.append((pos, h))
                 next_offset = h.next_offset
-            pending = self.producers.prepare(h for _, h in assigned)
+            pending = self.producers.prepare(
+                (h for _, h in assigned),
+                origin=origin,
+                markers=markers,
+                transaction_version=transaction_version,
+            )
             if isinstance(pending, Duplicate):
                 return AppendInfo(
                     pending.first_offset,
@@ -382,8 +495,39 @@ class UnifiedLog:
                 # fails the append while nothing of it is in the log.
                 self.epochs.assign(leader_epoch, assigned[0][1].base_offset)
             info = self._append_unit(buf, assigned)
-            self.producers.apply(pending, info.next_offset)
+            completed = self.producers.apply(pending, info.next_offset)
+            self._complete_txns(completed, self._local.active_segment)
             return info
+
+    def append_transaction_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+        transaction_version: int = 0,
+        timestamp: int | None = None,
+    ) -> AppendInfo:
+        """WriteTxnMarkers: append the COMMIT or ABORT marker ending the
+        producer's transaction in this partition (timestamp default: now).
+        Raises InvalidProducerEpoch (an epoch older than the producer's, or
+        with transaction_version 2 not newer), TransactionCoordinatorFenced,
+        and what `append` raises."""
+        batch = build_control_batch(
+            commit,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            self._clock() if timestamp is None else timestamp,
+        )
+        return self.append(
+            bytearray(batch),
+            leader_epoch,
+            origin=AppendOrigin.COORDINATOR,
+            transaction_version=transaction_version,
+        )
 
     @storage_errors
     def append_as_follower(self, records) -> AppendInfo | None:
@@ -418,13 +562,22 @@ class UnifiedLog:
                 if h.size > self.config.segment_bytes:
                     raise RecordBatchTooLarge(h.size, self.config.segment_bytes)
                 expected = h.next_offset
+            markers = {
+                h.base_offset: _read_marker(view[pos : pos + h.size], h)
+                for pos, h in batches
+                if h.is_control
+            }
             total: AppendInfo | None = None
             for start, end, unit in self._local.segment_runs(batches):
                 info = self._append_unit(view[start:end], unit)
+                completed = []
                 for _, h in unit:
                     if h.partition_leader_epoch >= 0:
                         self.epochs.assign(h.partition_leader_epoch, h.base_offset)
-                    self.producers.update_from_batch(h)
+                    txn = self.producers.update_from_batch(h, markers.get(h.base_offset))
+                    if txn is not None:
+                        completed.append(txn)
+                self._complete_txns(completed, self._local.active_segment)
                 total = info if total is None else _merge(total, info)
             return total
 
@@ -505,6 +658,30 @@ class UnifiedLog:
             if start_offset < self._log_start_offset or start_offset > leo:
                 raise OffsetOutOfRange(start_offset, self._log_start_offset, leo)
             return self._local.read(start_offset, max_bytes, max_offset, min_one_batch)
+
+    @storage_errors
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch of [start_offset,
+        upper_bound_offset) must announce: those with a marker at or after
+        `start_offset` and a first offset below `upper_bound_offset` (Kafka's
+        LocalLog.collectAbortedTransactions; the Fetch response lists their
+        producer id and first offset)."""
+        with self._local.lock:
+            self._local.check_usable()
+            return self._local.collect_aborted_transactions(start_offset, upper_bound_offset)
+
+    @storage_errors
+    def aborted_transactions(self, result: ReadResult) -> list[AbortedTxn]:
+        """The aborted transactions overlapping what `result` (a read) holds,
+        for a read_committed Fetch response (empty for an empty read)."""
+        if result.size == 0:
+            return []
+        with self._local.lock:
+            self._local.check_usable()
+            upper = self._local.offset_after(result)
+            return self._local.collect_aborted_transactions(result.start_offset, upper)
 
     # --------------------------------------------------------- offset lookups
 
@@ -707,7 +884,8 @@ class UnifiedLog:
         if offset > self._log_start_offset:
             self._log_start_offset = offset
             # Never below the log start: the records under it are gone.
-            self._high_watermark = max(self._high_watermark, offset)
+            self._set_high_watermark(max(self._high_watermark, offset))
+            self.producers.on_log_start_offset_incremented(offset)
             self.epochs.truncate_from_start(offset)
             log.info("%s: log start offset is now %d", self.dir, offset)
 
@@ -720,15 +898,21 @@ class UnifiedLog:
     def log_to_clean(self, checkpoint: int | None, high_watermark: int | None = None) -> LogToClean:
         """What the cleaner may compact now, from its checkpointed first dirty
         offset, below `high_watermark` (default: the log end; see
-        cleanable.py)."""
+        cleanable.py) and below the first unstable offset: as in Kafka, the
+        cleaner never reaches a transaction that is not decided and
+        replicated."""
         with self._local.lock:
             self._local.check_usable()
+            bound = self.log_end_offset if high_watermark is None else high_watermark
+            first_unstable = self.first_unstable_offset
+            if first_unstable is not None:
+                bound = min(bound, first_unstable)
             return log_to_clean(
                 self._local.segments,
                 self.config,
                 checkpoint=checkpoint,
                 log_start_offset=self._log_start_offset,
-                high_watermark=self.log_end_offset if high_watermark is None else high_watermark,
+                high_watermark=bound,
                 now_ms=self._clock(),
             )
 
@@ -883,6 +1067,30 @@ def _assign_if_newer(epochs: LeaderEpochCache, h: BatchHeader) -> None:
     epoch = h.partition_leader_epoch
     if epoch >= 0 and (epochs.latest_epoch is None or epoch > epochs.latest_epoch):
         epochs.assign(epoch, h.base_offset)
+
+
+def _read_marker(batch, h: BatchHeader) -> TxnMarker | None:
+    """The transaction marker a control batch holds; None for an emptied one
+    (compaction removed its transaction) or another control type.
+    InvalidRecords when its record does not parse."""
+    try:
+        for record in iter_records(batch):
+            kind, coordinator_epoch = parse_control_record(record)
+            if kind in (CONTROL_ABORT, CONTROL_COMMIT) and coordinator_epoch is not None:
+                return TxnMarker(kind == CONTROL_COMMIT, coordinator_epoch)
+            return None
+    except DecodeError as e:
+        raise InvalidRecords(f"control batch at offset {h.base_offset}: {e}") from e
+    return None
+
+
+def _replayed_marker(segment: LogSegment, pos: int, h: BatchHeader) -> TxnMarker | None:
+    try:
+        return _read_marker(segment.file.pread(h.size, pos), h)
+    except InvalidRecords as e:
+        # Recovery checked the CRC of unflushed batches; this one was trusted.
+        log.warning("%s: ignoring unreadable transaction marker: %s", segment.log_path, e)
+        return None
 
 
 def _epoch_or_none(h: BatchHeader) -> int | None:

@@ -125,11 +125,20 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
                 "high_watermark": partition.high_watermark,
                 "last_stable_offset": partition.last_stable_offset,
                 "log_start_offset": partition.log_start_offset,
-                "aborted_transactions": [] if read_committed else None,
+                "aborted_transactions": _aborted(partition, data) if read_committed else None,
                 "records": data if size else b"",
             }
         )
     return results, total
+
+
+def _aborted(partition, data) -> list[dict]:
+    """AbortedTransactions of a read_committed answer: producer id and first
+    offset of each aborted transaction overlapping the records sent."""
+    return [
+        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+        for t in partition.aborted_transactions(data)
+    ]
 
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"

@@ -14,7 +14,7 @@ import trio.testing
 from broker.metadata.image import PartitionRegistration
 from broker.partition import Partition, PartitionError
 from logstore import LogConfig, UnifiedLog
-from tests.logstore.helpers import batch, offsets_of
+from tests.logstore.helpers import T0, batch, offsets_of
 from wire.error_codes import ErrorCode
 
 LAG_MS = 10_000
@@ -196,5 +196,26 @@ def test_a_follower_copies_the_leaders_batches_as_they_are(tmp_path):
         lead.update_follower_fetch_state(2, follower.log_end_offset, 0)
         assert lead.high_watermark == 3
         assert follower.log.epoch_entries()[-1][0] == 5
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_read_committed_stops_at_an_open_transaction_and_lists_aborted_ones(tmp_path):
+    async def main():
+        p = leader(tmp_path, replicas=(1,), min_isr=1)
+        txn = dict(producer_id=7, producer_epoch=0, is_transactional=True)
+        p.append_as_leader(batch(2, base_sequence=0, **txn), required_acks=1)  # 0..1
+        p.append_as_leader(batch(1), required_acks=1)  # 2
+        assert (p.high_watermark, p.last_stable_offset) == (3, 0)
+        assert p.fetch_limit(read_committed=True) == 0  # ListOffsets LATEST, read_committed
+        assert p.read(0, 1 << 20, read_committed=True, min_one=True).size == 0
+        p.log.append_transaction_marker(
+            7, 0, commit=False, coordinator_epoch=0, leader_epoch=p.leader_epoch, timestamp=T0
+        )  # 3
+        p.maybe_increment_high_watermark()
+        assert p.last_stable_offset == 4
+        result = p.read(0, 1 << 20, read_committed=True, min_one=True)
+        assert offsets_of(result.read_bytes()) == [(0, 1), (2, 2), (3, 3)]
+        assert [(t.producer_id, t.first_offset) for t in p.aborted_transactions(result)] == [(7, 0)]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

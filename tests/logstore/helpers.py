@@ -37,6 +37,7 @@ def batch(
     partition_leader_epoch: int = -1,
     timestamps: list[int] | None = None,
     compression: int = 0,
+    is_transactional: bool = False,
 ) -> bytearray:
     """A v2 batch of `n` records (values of `value_size` bytes)."""
     ts = timestamps or [timestamp] * n
@@ -53,6 +54,7 @@ def batch(
             base_sequence=base_sequence,
             partition_leader_epoch=partition_leader_epoch,
             compression=compression,
+            is_transactional=is_transactional,
         )
     )
 

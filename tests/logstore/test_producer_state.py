@@ -11,9 +11,12 @@ import pytest
 from logstore.errors import CorruptFileError, InvalidProducerEpoch, OutOfOrderSequence
 from logstore.producer_state import (
     INT32_MAX,
+    AppendOrigin,
+    CompletedTxn,
     Duplicate,
     PendingUpdate,
     ProducerStateManager,
+    TxnMarker,
     decode_snapshot,
     encode_snapshot,
 )
@@ -198,3 +201,80 @@ def test_snapshots_above_the_log_end_are_deleted_on_load(tmp_path):
     loaded = ProducerStateManager(d)
     assert loaded.load_latest_snapshot(3, now_ms=10) is None
     assert loaded.snapshot_offsets() == []
+
+
+# --- transactions --------------------------------------------------------------------------
+
+TXN = 0x10
+CONTROL = 0x30
+
+
+def marker(base_offset, *, pid=PID, epoch=0):
+    return header(base_offset, 1, seq=-1, epoch=epoch, pid=pid, attributes=CONTROL)
+
+
+def end_txn(state, h, *, commit, coordinator_epoch=0, origin=AppendOrigin.COORDINATOR):
+    pending = state.prepare(
+        [h], origin=origin, markers={h.base_offset: TxnMarker(commit, coordinator_epoch)}
+    )
+    assert isinstance(pending, PendingUpdate)
+    return state.complete_txns(state.apply(pending, h.next_offset))
+
+
+def test_transactional_batch_opens_and_marker_closes_with_the_lso():
+    state = ProducerStateManager(None)
+    append(state, header(0, 2, seq=0, attributes=TXN))
+    append(state, header(2, 1, seq=0, pid=77, attributes=TXN))
+    assert state.first_unstable_offset() == 0
+    done = end_txn(state, marker(3), commit=False)
+    # Producer 77's transaction from offset 2 is still open: the LSO stops there.
+    assert done == [(CompletedTxn(PID, 0, 3, True), 2)]
+    assert state.entry(PID).current_txn_first_offset == -1
+    assert state.first_unstable_offset() == 0  # the marker is not yet replicated
+    state.on_high_watermark_updated(4)
+    assert state.first_unstable_offset() == 2
+
+
+def test_marker_without_a_transaction_completes_nothing():
+    state = ProducerStateManager(None)
+    append(state, header(0, 1, seq=0))
+    assert end_txn(state, marker(1), commit=True) == []
+    assert state.first_unstable_offset() is None
+
+
+def test_snapshot_keeps_the_open_transaction_open(tmp_path):
+    state = ProducerStateManager(os.fspath(tmp_path), producer_id_expiration_ms=10)
+    append(state, header(0, 1, seq=0, attributes=TXN, ts=1000))
+    append(state, header(1, 1, seq=0, pid=77, attributes=TXN, ts=1000))
+    end_txn(state, marker(2, pid=77), commit=True, coordinator_epoch=3)
+    state.take_snapshot()
+    loaded = ProducerStateManager(os.fspath(tmp_path), producer_id_expiration_ms=10)
+    # Long after expiry: the producer in a transaction stays, the other goes.
+    assert loaded.load_latest_snapshot(3, now_ms=10_000) == 3
+    assert loaded.entry(PID).current_txn_first_offset == 0
+    assert loaded.entry(77) is None
+    assert loaded.first_unstable_offset() == 0
+    assert end_txn(loaded, marker(3), commit=False) == [(CompletedTxn(PID, 0, 3, True), 4)]
+
+
+def test_replicated_marker_from_an_old_coordinator_is_applied():
+    state = ProducerStateManager(None)
+    append(state, header(0, 1, seq=0, attributes=TXN))
+    end_txn(state, marker(1), commit=True, coordinator_epoch=5)
+    state.update_from_batch(header(2, 1, seq=1, attributes=TXN))
+    completed = state.update_from_batch(marker(3), TxnMarker(False, 4))
+    assert completed == CompletedTxn(PID, 2, 3, True)
+    assert state.entry(PID).coordinator_epoch == 4
+
+
+def test_first_unstable_offset_is_the_oldest_ended_transaction_not_the_first_ended():
+    state = ProducerStateManager(None)
+    append(state, header(0, 1, seq=0, pid=77, attributes=TXN))
+    append(state, header(1, 1, seq=0, attributes=TXN))
+    end_txn(state, marker(2), commit=False)  # ends the younger transaction first
+    end_txn(state, marker(3, pid=77), commit=False)
+    assert state.first_unstable_offset() == 0
+    state.on_high_watermark_updated(3)
+    assert state.first_unstable_offset() == 0
+    state.on_high_watermark_updated(4)
+    assert state.first_unstable_offset() is None

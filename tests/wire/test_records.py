@@ -298,6 +298,52 @@ def test_control_batch_is_a_transactional_marker_with_one_control_record(commit,
     assert parse_control_record(record) == (kind, 12)
 
 
+# An ABORT marker as Kafka's MemoryRecords.withEndTransactionMarker writes it
+# (producer 1000, epoch 5, coordinator epoch 7, at offset 42, leader epoch 3).
+ABORT_MARKER_GOLDEN = bytes.fromhex(
+    "000000000000002a"  # base offset 42
+    "00000042"  # batch length 66 (78 bytes - 12)
+    "00000003"  # partition leader epoch 3
+    "02"  # magic 2
+    "b4ebc2a1"  # CRC-32C of attributes .. end
+    "0030"  # attributes: transactional 0x10 | control 0x20, no codec, CreateTime
+    "00000000"  # last offset delta 0
+    "0000018bcfe56800"  # base timestamp 1700000000000
+    "0000018bcfe56800"  # max timestamp 1700000000000
+    "00000000000003e8"  # producer id 1000
+    "0005"  # producer epoch 5
+    "ffffffff"  # base sequence -1 (markers carry none)
+    "00000001"  # one record
+    "20"  # record length 16 (zigzag varint)
+    "00"  # record attributes
+    "00"  # timestamp delta 0
+    "00"  # offset delta 0
+    "08"  # key length 4
+    "0000"
+    "0000"  # key: ControlRecordType version 0, type 0 (ABORT)
+    "0c"  # value length 6
+    "0000"
+    "00000007"  # value: EndTxnMarker version 0, coordinator epoch 7
+    "00"  # no headers
+)
+
+
+def test_abort_marker_matches_kafkas_bytes():
+    built = build_control_batch(False, 1000, 5, 7, T0, base_offset=42, partition_leader_epoch=3)
+    assert built == ABORT_MARKER_GOLDEN
+    assert compute_crc(built) == read_batch_header(built).crc
+    header, (record,) = parse(built)
+    assert parse_control_record(record) == (CONTROL_ABORT, 7)
+
+
+def test_commit_marker_differs_from_abort_only_in_type_and_crc():
+    commit = build_control_batch(True, 1000, 5, 7, T0, base_offset=42, partition_leader_epoch=3)
+    diff = [i for i, (a, b) in enumerate(zip(commit, ABORT_MARKER_GOLDEN, strict=True)) if a != b]
+    key_type_pos = len(ABORT_MARKER_GOLDEN) - 1 - 6 - 1 - 1  # last byte of the key
+    assert set(diff) <= set(range(CRC_POS, CRC_POS + 4)) | {key_type_pos}
+    assert commit[key_type_pos] == CONTROL_COMMIT
+
+
 def test_kafka_python_reads_our_control_batch_as_commit_marker():
     (record,) = DefaultRecordBatch(build_control_batch(True, 1, 0, 5, T0))
     assert isinstance(record, ControlRecord)
