@@ -261,20 +261,9 @@ class Partition:
         self.notify()
 
     def truncate_to(self, offset: int) -> None:
-        """Blocking: a follower cuts its log back to where it agrees with the leader.
-
-        With nothing to cut (`offset` at or past the log end), the leader-epoch
-        entries starting at the log end go all the same, as Kafka's
-        UnifiedLog.truncateTo drops them: a replica that became leader and lost
-        leadership before appending keeps an entry for an epoch no batch has
-        and the next leader never had. Kept, it would be this follower's last
-        fetched epoch on every fetch, answered by the same divergence, cut
-        nothing, and the follower would spin without ever copying a record or
-        rejoining the ISR."""
-        if not self.log.truncate_to(offset):
-            # logstore's truncate_to leaves the epochs alone when it removes no
-            # batch; a follower's log has no other writer meanwhile.
-            self.log.epochs.truncate_from_end(self.log.log_end_offset)
+        """Blocking: a follower cuts its log back to where it agrees with the
+        leader (the log drops epoch entries past its end even when no batch goes)."""
+        self.log.truncate_to(offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Blocking: a follower that fell below the leader's log start starts over there."""

@@ -757,12 +757,20 @@ class UnifiedLog:
     def truncate_to(self, offset: int) -> bool:
         """Remove every batch holding an offset >= `offset` (a batch holding it
         in its middle goes whole, so the log end may land below `offset`).
-        Returns False when there was nothing to remove."""
+        Returns False when there was nothing to remove.
+
+        The leader-epoch entries from the log end on go even then, as Kafka's
+        truncateTo drops them: a replica that became leader and lost it before
+        appending keeps an entry for an epoch no batch has and the next leader
+        never had; kept, a follower would send it as its last fetched epoch,
+        be told it diverges where its log already ends, cut nothing, and
+        fetch again forever."""
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         with self._local.lock:
             self._local.check_usable()
             if offset >= self.log_end_offset:
+                self.epochs.truncate_from_end(self.log_end_offset)
                 return False
             if offset < self._local.segments[0].base_offset:
                 self._truncate_fully(offset)

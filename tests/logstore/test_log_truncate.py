@@ -34,6 +34,19 @@ def test_truncate_to_removes_later_batches_and_segments(tmp_path):
     assert log.append(batch(1), 5).first_offset == 12
 
 
+def test_truncate_with_nothing_to_cut_drops_an_epoch_without_batches(tmp_path):
+    """A replica that led in epoch 5 and lost it before appending: its cache
+    has epoch 5 at the log end, which the new leader never had. Truncating to
+    where the log ends removes no batch but drops that entry (as Kafka's
+    truncateTo), so the follower's last fetched epoch is 4 again."""
+    log = epoch_log(tmp_path / "t-0")
+    log.epochs.assign(5, log.log_end_offset)
+    assert log.epochs.latest_epoch == 5
+    assert not log.truncate_to(30)
+    assert log.log_end_offset == 30
+    assert log.epochs.latest_epoch == 4
+
+
 def test_truncate_inside_a_batch_removes_the_whole_batch(tmp_path):
     log = epoch_log(tmp_path / "t-0")
     log.truncate_to(13)
