@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 from bench import clients  # noqa: E402
 from bench.brokers import launcher, run_kafka  # noqa: E402
 from bench.clients import ProduceSpec  # noqa: E402
-from tools.zookeeper import ZooKeeperNode  # noqa: E402
+from tools.run_gregor import GregorCluster  # noqa: E402
 
 SESSION_MS = 6000
 PARTITIONS = 6
@@ -62,76 +62,12 @@ GREGOR_SETTINGS = {
 KAFKA_SETTINGS = {"broker.session.timeout.ms": SESSION_MS, "broker.heartbeat.interval.ms": 1000}
 
 
-class GregorCluster:
-    """ZooKeeper and three `gregor serve` processes that find each other through it."""
-
-    def __init__(self, workdir: Path, n: int = 3):
-        self.zookeeper = ZooKeeperNode(directory=workdir / "zookeeper")
-        self.workdir = workdir
-        self.n = n
-        self.nodes: dict[int, launcher.run_gregor.GregorNode] = {}
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(node.bootstrap for node in self.nodes.values())
-
-    def start(self) -> GregorCluster:
-        self.zookeeper.start()
-        for node_id in range(1, self.n + 1):
-            node = launcher.run_gregor.GregorNode(
-                self.workdir / f"broker-{node_id}",
-                {"zookeeper.connect": f"{self.zookeeper.connect}/gregor", **GREGOR_SETTINGS},
-                node_id=node_id,
-            )
-            self.nodes[node_id] = node.start(timeout=60)
-        return self
-
-    def kill(self, node_id: int) -> None:
-        self.nodes[node_id].kill()
-
-    def stop(self) -> None:
-        for node in self.nodes.values():
-            if node.running():
-                node.kill()
-        self.zookeeper.stop()
-
-
-class KafkaCluster:
-    """Three Apache Kafka nodes in one KRaft quorum (tools/run_kafka.py), as shipped."""
-
-    def __init__(self, workdir: Path, n: int = 3, quick: bool = False):
-        self.cluster = run_kafka.KafkaCluster(
-            n,
-            overrides={**launcher.KAFKA_ONLY, **KAFKA_SETTINGS},
-            as_shipped=not quick,
-        )
-
-    @property
-    def bootstrap(self) -> str:
-        return self.cluster.bootstrap
-
-    def start(self) -> KafkaCluster:
-        self.cluster.start()
-        return self
-
-    def kill(self, node_id: int) -> None:
-        self.cluster.kill(node_id)
-
-    def stop(self) -> None:
-        # A benchmark's data is thrown away: no controlled shutdown to wait for.
-        for node in self.cluster.nodes.values():
-            node.kill()
-        self.cluster.stop()
-
-
-def wait_for_brokers(bootstrap: str, n: int = 3, timeout: float = 60) -> None:
-    """Until Metadata lists `n` brokers: each serving is not yet each registered."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + timeout
-    while len(admin.list_topics(timeout=10).brokers) < n:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"fewer than {n} brokers registered after {timeout:.0f} s")
-        time.sleep(0.1)
+def start_cluster(kind: str, workdir: Path, quick: bool):
+    """Three brokers of `kind`, every one registered with the others."""
+    if kind == "gregor":
+        return GregorCluster(workdir, GREGOR_SETTINGS).start()
+    overrides = {**launcher.KAFKA_ONLY, **KAFKA_SETTINGS}
+    return run_kafka.KafkaCluster(3, overrides=overrides, as_shipped=not quick).start()
 
 
 def create_topic(bootstrap: str, prefix: str) -> str:
@@ -212,13 +148,9 @@ def failover_seconds(cluster, timeout: float = 120) -> float:
 def one_round(kind: str, records: int, families: list[str], quick: bool) -> dict[str, float]:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix=f"bench-cluster-{kind}-") as tmp:
-        cluster = (
-            GregorCluster(Path(tmp)) if kind == "gregor" else KafkaCluster(Path(tmp), quick=quick)
-        )
         t0 = time.monotonic()
-        cluster.start()
-        wait_for_brokers(cluster.bootstrap)
-        print(f"  {kind}: three brokers serving in {time.monotonic() - t0:.1f} s", flush=True)
+        cluster = start_cluster(kind, Path(tmp), quick)
+        print(f"  {kind}: three brokers registered in {time.monotonic() - t0:.1f} s", flush=True)
         try:
             for family in families:
                 topic = create_topic(cluster.bootstrap, "rf3")
@@ -230,7 +162,7 @@ def one_round(kind: str, records: int, families: list[str], quick: bool) -> dict
             figures["failover after kill -9 of a leader, s"] = seconds
             print(f"  {kind}: failover {seconds:.2f} s", flush=True)
         finally:
-            cluster.stop()
+            cluster.stop(graceful=False)  # the data is thrown away
     return figures
 
 

@@ -41,6 +41,13 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+try:
+    from . import run_kafka, zookeeper
+except ImportError:  # run as a plain script, or imported with tools/ on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import run_kafka  # type: ignore[no-redef]
+    import zookeeper  # type: ignore[no-redef]
+
 REPO = Path(__file__).resolve().parent.parent
 # The source tree the broker runs from: this checkout, or GREGOR_SOURCE (another
 # checkout of Gregor, e.g. an older commit, to benchmark one beside the other).
@@ -212,14 +219,98 @@ class GregorNode:
             self.stop()
 
 
-def _parse_overrides(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"run_gregor: --override needs KEY=VALUE, got {item!r}")
-        out[key.strip()] = value
-    return out
+class GregorCluster:
+    """ZooKeeper and `n` Gregor brokers that find each other through it (under
+    `chroot`), on loopback; a context manager. The one way bench/, the
+    compatibility suite and `make cluster` start a Gregor cluster.
+
+        with GregorCluster(tmp_path, {"min.insync.replicas": 2}) as cluster:
+            cluster.bootstrap            # "127.0.0.1:40123,127.0.0.1:40125,..."
+            cluster.kill(2); cluster.restart(2)
+
+    `zookeeper` is an already running ZooKeeperNode, or None to start one in
+    root/zookeeper (stopped with the cluster). Broker N keeps its data in
+    root/broker-N and its output in root/broker-N.log; `ports` fixes the
+    brokers' ports (default: free ones, kept across restarts). start() and
+    restart() return once every broker lists all of them in its Metadata.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        overrides: Mapping[str, object] | None = None,
+        *,
+        n: int = 3,
+        zookeeper_node: zookeeper.ZooKeeperNode | None = None,
+        chroot: str = "/gregor",
+        ports: list[int] | None = None,
+        new_session: bool = False,
+    ):
+        self.root = Path(root)
+        self._own_zookeeper = zookeeper_node is None
+        self.zookeeper = zookeeper_node or zookeeper.ZooKeeperNode(
+            directory=self.root / "zookeeper"
+        )
+        self.chroot = chroot
+        self.overrides = dict(overrides or {})
+        self.nodes = {
+            node_id: GregorNode(
+                self.root / f"broker-{node_id}",
+                {"zookeeper.connect": f"{self.zookeeper.connect}{chroot}", **self.overrides},
+                node_id=node_id,
+                port=ports[node_id - 1] if ports else 0,
+                log_path=self.root / f"broker-{node_id}.log",
+                new_session=new_session,
+            )
+            for node_id in range(1, n + 1)
+        }
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    def start(self, timeout: float = 60) -> GregorCluster:
+        try:
+            if self._own_zookeeper:
+                self.zookeeper.start()
+            for node in self.nodes.values():
+                node.start(timeout)
+            self.wait_for_registrations()
+        except BaseException:
+            self.stop(graceful=False)
+            raise
+        return self
+
+    def wait_for_registrations(self) -> None:
+        run_kafka.wait_for_registrations([(n.host, n.port or 0) for n in self.nodes.values()])
+
+    def kill(self, node_id: int) -> None:
+        self.nodes[node_id].kill()
+
+    def restart(self, node_id: int, timeout: float = 60) -> None:
+        """Start a stopped or killed broker again on its data and port."""
+        self.nodes[node_id].start(timeout)
+        self.wait_for_registrations()
+
+    def running(self, node_id: int) -> bool:
+        return self.nodes[node_id].running()
+
+    def stop(self, graceful: bool = True) -> None:
+        """SIGTERM every running broker (controlled shutdowns), or kill them
+        (graceful=False), then the cluster's own ZooKeeper."""
+        for node in self.nodes.values():
+            if node.running() and graceful:
+                node.stop()
+            elif node.running():
+                node.kill()
+        if self._own_zookeeper:
+            self.zookeeper.stop()
+
+    def __enter__(self) -> GregorCluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     node = GregorNode(
         args.dir,
-        _parse_overrides(args.override),
+        run_kafka.parse_overrides(args.override, "run_gregor"),
         node_id=args.node_id,
         port=args.port,
         log_path=args.log,

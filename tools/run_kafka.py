@@ -125,6 +125,47 @@ def _roundtrip(sock: socket.socket, api_key: int, version: int, cid: int, body: 
     return data[4:]
 
 
+def _metadata_broker_ids(sock: socket.socket) -> set[int]:
+    """The node ids of the brokers a Metadata v1 (no topics) answer lists."""
+    body = _roundtrip(sock, 3, 1, 2, struct.pack(">i", 0))
+    (count,) = struct.unpack(">i", body[:4])
+    pos = 4
+    ids = set()
+    for _ in range(count):
+        (nid,) = struct.unpack(">i", body[pos : pos + 4])
+        ids.add(nid)
+        pos += 4
+        (hlen,) = struct.unpack(">h", body[pos : pos + 2])
+        pos += 2 + hlen + 4
+        (rlen,) = struct.unpack(">h", body[pos : pos + 2])
+        pos += 2 + max(rlen, 0)
+    return ids
+
+
+def broker_ids(host: str, port: int, timeout: float = 2.0) -> set[int] | None:
+    """The brokers the broker at host:port lists in its Metadata; None if it does not answer."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            return _metadata_broker_ids(sock)
+    except (OSError, struct.error):
+        return None
+
+
+def wait_for_registrations(addresses: list[tuple[str, int]], timeout: float = 90.0) -> None:
+    """Until the broker at each address lists as many brokers as there are addresses:
+    a cluster whose nodes serve is not yet a cluster whose nodes all know each other."""
+    deadline = time.monotonic() + timeout
+    for host, port in addresses:
+        while len(broker_ids(host, port) or ()) < len(addresses):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{host}:{port} lists {broker_ids(host, port)} after {timeout:.0f} s, "
+                    f"not {len(addresses)} brokers"
+                )
+            time.sleep(0.1)
+
+
 def probe(host: str, port: int, node_id: int | None = None, timeout: float = 2.0) -> bool:
     """True when the broker answers ApiVersions v0 without error and (given node_id)
     its Metadata v1 lists that node."""
@@ -135,22 +176,7 @@ def probe(host: str, port: int, node_id: int | None = None, timeout: float = 2.0
             (error,) = struct.unpack(">h", body[:2])
             if error != 0:
                 return False
-            if node_id is None:
-                return True
-            # Metadata v1 with an empty topic array: only the brokers.
-            body = _roundtrip(sock, 3, 1, 2, struct.pack(">i", 0))
-            (count,) = struct.unpack(">i", body[:4])
-            pos = 4
-            for _ in range(count):
-                (nid,) = struct.unpack(">i", body[pos : pos + 4])
-                if nid == node_id:
-                    return True
-                pos += 4
-                (hlen,) = struct.unpack(">h", body[pos : pos + 2])
-                pos += 2 + hlen + 4
-                (rlen,) = struct.unpack(">h", body[pos : pos + 2])
-                pos += 2 + max(rlen, 0)
-            return False
+            return node_id is None or node_id in _metadata_broker_ids(sock)
     except (OSError, struct.error):
         return False
 
@@ -446,11 +472,15 @@ class KafkaCluster:
                 node.launch()
             for node in self.nodes.values():
                 node.wait_ready(t0)
+            self.wait_for_registrations()
         except BaseException:
-            self.stop()
+            self.stop(graceful=False)
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def wait_for_registrations(self) -> None:
+        wait_for_registrations([(n.host, n.port) for n in self.nodes.values()])
 
     def kill(self, node_id: int) -> None:
         self.nodes[node_id].kill()
@@ -460,9 +490,18 @@ class KafkaCluster:
         node = self.nodes[node_id]
         node.launch()
         node.wait_ready()
+        self.wait_for_registrations()
 
-    def stop(self) -> None:
+    def running(self, node_id: int) -> bool:
+        proc = self.nodes[node_id].proc
+        return proc is not None and proc.poll() is None
+
+    def stop(self, graceful: bool = True) -> None:
+        """SIGTERM each node (a controlled shutdown), or with graceful=False kill
+        them all first (tests and benchmarks throw the data away)."""
         for node in self.nodes.values():
+            if not graceful:
+                node.kill()
             node.stop()
 
     def __enter__(self) -> KafkaCluster:
@@ -472,12 +511,13 @@ class KafkaCluster:
         self.stop()
 
 
-def _parse_overrides(items: list[str]) -> dict[str, str]:
+def parse_overrides(items: list[str], tool: str = "run_kafka") -> dict[str, str]:
+    """--override KEY=VALUE arguments as a dict (tools/run_gregor.py's too)."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"run_kafka: --override needs KEY=VALUE, got {item!r}")
+            raise SystemExit(f"{tool}: --override needs KEY=VALUE, got {item!r}")
         out[key.strip()] = value
     return out
 
@@ -493,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     node = KafkaNode(
         port=args.port,
         controller_port=args.controller_port,
-        overrides=_parse_overrides(args.override),
+        overrides=parse_overrides(args.override),
         directory=args.dir,
         keep_dir=args.keep,
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ sys.path.insert(0, str(TOOLS))
 
 import run_gregor  # noqa: E402  tools/run_gregor.py
 import run_kafka  # noqa: E402  tools/run_kafka.py
-import zookeeper  # noqa: E402  tools/zookeeper.py
 
 SESSION_MS = 6000
 COMMON = {
@@ -38,113 +36,18 @@ COMMON = {
 }
 
 
-class Cluster:
-    """What the tests do to a cluster of either kind: its bootstrap list, kill -9 a
-    node, start it again, the node ids."""
-
-    kind: str
-
-    @property
-    def bootstrap(self) -> str:
-        raise NotImplementedError
-
-    def node_ids(self) -> list[int]:
-        raise NotImplementedError
-
-    def kill(self, node_id: int) -> None:
-        raise NotImplementedError
-
-    def restart(self, node_id: int) -> None:
-        raise NotImplementedError
-
-    def running(self, node_id: int) -> bool:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        raise NotImplementedError
-
-
-class KafkaNodes(Cluster):
-    kind = "kafka"
-
-    def __init__(self):
-        self.cluster = run_kafka.KafkaCluster(
-            3,
-            overrides={
-                **COMMON,
-                "broker.session.timeout.ms": SESSION_MS,
-                "broker.heartbeat.interval.ms": 1000,
-                "log.initial.task.delay.ms": 0,
-            },
-        ).start()
-
-    @property
-    def bootstrap(self) -> str:
-        return self.cluster.bootstrap
-
-    def node_ids(self) -> list[int]:
-        return list(self.cluster.nodes)
-
-    def kill(self, node_id: int) -> None:
-        self.cluster.kill(node_id)
-
-    def restart(self, node_id: int) -> None:
-        self.cluster.restart(node_id)
-
-    def running(self, node_id: int) -> bool:
-        proc = self.cluster.nodes[node_id].proc
-        return proc is not None and proc.poll() is None
-
-    def stop(self) -> None:
-        for node in self.cluster.nodes.values():  # data thrown away: no controlled shutdown
-            node.kill()
-        self.cluster.stop()
-
-
-class GregorNodes(Cluster):
-    kind = "gregor"
-
-    def __init__(self, workdir: Path):
-        self.zookeeper = zookeeper.ZooKeeperNode(directory=workdir / "zookeeper").start()
-        self.nodes = {}
-        try:
-            for node_id in (1, 2, 3):
-                node = run_gregor.GregorNode(
-                    workdir / f"broker-{node_id}",
-                    {
-                        **COMMON,
-                        "zookeeper.connect": f"{self.zookeeper.connect}/gregor",
-                        "zookeeper.session.timeout.ms": SESSION_MS,
-                    },
-                    node_id=node_id,
-                    log_path=workdir / f"broker-{node_id}.log",
-                )
-                self.nodes[node_id] = node.start(timeout=60)
-        except BaseException:
-            self.stop()
-            raise
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(node.bootstrap for node in self.nodes.values())
-
-    def node_ids(self) -> list[int]:
-        return list(self.nodes)
-
-    def kill(self, node_id: int) -> None:
-        self.nodes[node_id].kill()
-
-    def restart(self, node_id: int) -> None:
-        self.nodes[node_id].start(timeout=60)
-
-    def running(self, node_id: int) -> bool:
-        return self.nodes[node_id].running()
-
-    def stop(self) -> None:
-        for node in self.nodes.values():
-            if node.running():
-                node.kill()
-        self.zookeeper.stop()
+def start_cluster(kind: str, workdir: Path):
+    """Three nodes of `kind`, every one registered with the others."""
+    if kind == "kafka":
+        overrides = {
+            **COMMON,
+            "broker.session.timeout.ms": SESSION_MS,
+            "broker.heartbeat.interval.ms": 1000,
+            "log.initial.task.delay.ms": 0,
+        }
+        return run_kafka.KafkaCluster(3, overrides=overrides).start()
+    overrides = {**COMMON, "zookeeper.session.timeout.ms": SESSION_MS}
+    return run_gregor.GregorCluster(workdir, overrides).start()
 
 
 @pytest.fixture(scope="session")
@@ -155,21 +58,20 @@ def cluster_kind(pytestconfig) -> str:
 @pytest.fixture(scope="session")
 def whole_cluster(cluster_kind):
     with tempfile.TemporaryDirectory(prefix=f"compat-cluster-{cluster_kind}-") as tmp:
-        nodes = KafkaNodes() if cluster_kind == "kafka" else GregorNodes(Path(tmp))
+        nodes = start_cluster(cluster_kind, Path(tmp))
         try:
             yield nodes
         finally:
-            nodes.stop()
+            nodes.stop(graceful=False)  # the data is thrown away
 
 
 @pytest.fixture
 def cluster(whole_cluster):
     """The session's cluster, every node serving before and after the test."""
     yield whole_cluster
-    for node_id in whole_cluster.node_ids():
+    for node_id in whole_cluster.nodes:
         if not whole_cluster.running(node_id):
-            whole_cluster.restart(node_id)
-    wait_for_brokers(whole_cluster.bootstrap, len(whole_cluster.node_ids()))
+            whole_cluster.restart(node_id)  # returns once it is registered again
 
 
 @pytest.fixture
@@ -177,20 +79,6 @@ def cluster_admin(cluster):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
-
-
-def wait_for_brokers(bootstrap: str, n: int, timeout: float = 90.0) -> None:
-    """Until Metadata lists `n` live brokers."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + timeout
-    while True:
-        brokers = admin.list_topics(timeout=10).brokers
-        if len(brokers) == n:
-            return
-        assert time.monotonic() < deadline, f"{len(brokers)} of {n} brokers after {timeout:.0f} s"
-        time.sleep(0.2)
 
 
 def pytest_report_header(config):
