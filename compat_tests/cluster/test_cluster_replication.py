@@ -16,9 +16,9 @@ import threading
 import time
 
 import pytest
-from compatlib.common import unique
+from compatlib.common import ck_consume, ck_produce, unique, wait_until
 from compatlib.java import run as run_tool
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import NewTopic
 
 pytestmark = pytest.mark.client("confluent-kafka")
@@ -32,7 +32,7 @@ def create(admin, name: str, partitions: int = 3, replicas: int = 3, **config):
 
 
 def wait_for_full_isr(admin, name: str, partitions: int, replicas: int) -> None:
-    wait_for(
+    wait_until(
         lambda: (
             len(partitions_of(admin, name)) == partitions
             and all(
@@ -40,7 +40,8 @@ def wait_for_full_isr(admin, name: str, partitions: int, replicas: int) -> None:
                 for p in partitions_of(admin, name).values()
             )
         ),
-        f"{name}: a leader and a full ISR for every partition",
+        timeout=60,
+        message=f"for {name}: a leader and a full ISR for every partition",
     )
 
 
@@ -49,38 +50,11 @@ def partitions_of(admin, name: str):
     return topic.partitions if topic.error is None else {}
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
-        time.sleep(0.2)
-
-
-def read_partition(bootstrap: str, topic: str, partition: int, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": unique("reader"), "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        values: list[bytes] = []
-        deadline = time.monotonic() + 60
-        while len(values) < count and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                values.append(msg.value())
-        return values
-    finally:
-        consumer.close()
-
-
 @pytest.mark.api("CreateTopics", "Metadata", "DescribeCluster", "replication")
 def test_a_replicated_topic_has_every_replica_in_sync(cluster, cluster_admin):
     topic = create(cluster_admin, unique("rf3"), partitions=6)
     partitions = partitions_of(cluster_admin, topic)
-    ids = set(cluster.node_ids())
+    ids = set(cluster.nodes)
     assert all(set(p.replicas) == ids and set(p.isrs) == ids for p in partitions.values())
     # Kafka's placement: leaders (first replicas) spread evenly over the brokers.
     leaders = [p.leader for p in partitions.values()]
@@ -121,7 +95,7 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
             if i == total // 2:
                 half.set()
                 # The rest goes while the leader is gone: the client finds the new one.
-                wait_for(lambda: killed.is_set(), "the kill", 30)
+                wait_until(killed.is_set, timeout=30, message="for the kill")
             time.sleep(0.002)
         producer.flush(150)
 
@@ -135,14 +109,20 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
     sender.join(180)
     assert failed == []
     assert sorted(acked) == list(range(total))  # each once, in order of sending
-    wait_for(
+    wait_until(
         lambda: partitions_of(cluster_admin, topic)[0].leader not in (leader, -1),
-        "a new leader",
+        timeout=60,
+        message="for a new leader",
     )
     cluster.restart(leader)
-    assert read_partition(cluster.bootstrap, topic, 0, total) == [b"%d" % i for i in range(total)]
+    read = ck_consume(cluster.bootstrap, topic, count=total, timeout=60)
+    assert [m.value() for m in read] == [b"%d" % i for i in range(total)]
     # The restarted broker catches up and is back in the ISR.
-    wait_for(lambda: leader in partitions_of(cluster_admin, topic)[0].isrs, "the ISR to grow back")
+    wait_until(
+        lambda: leader in partitions_of(cluster_admin, topic)[0].isrs,
+        timeout=60,
+        message="for the ISR to grow back",
+    )
 
 
 @pytest.mark.api("Produce", "min.insync.replicas", "NOT_ENOUGH_REPLICAS")
@@ -153,15 +133,16 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     # quorum of three without two of them cannot change any ISR.
     topic = create(cluster_admin, unique("minisr"), 1, 3, **{"min.insync.replicas": "3"})
     leader = partitions_of(cluster_admin, topic)[0].leader
-    follower = next(n for n in cluster.node_ids() if n != leader)
+    follower = next(n for n in cluster.nodes if n != leader)
     cluster.kill(follower)
     # The leader drops it from the ISR once its session ends.
-    wait_for(
+    wait_until(
         lambda: (
             sorted(partitions_of(cluster_admin, topic)[0].isrs)
-            == sorted(n for n in cluster.node_ids() if n != follower)
+            == sorted(n for n in cluster.nodes if n != follower)
         ),
-        "the ISR to shrink",
+        timeout=60,
+        message="for the ISR to shrink",
     )
 
     def produce(acks: str):
@@ -182,7 +163,11 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS
     assert produce("1") == [None]
     cluster.restart(follower)
-    wait_for(lambda: len(partitions_of(cluster_admin, topic)[0].isrs) == 3, "the ISR to grow back")
+    wait_until(
+        lambda: len(partitions_of(cluster_admin, topic)[0].isrs) == 3,
+        timeout=60,
+        message="for the ISR to grow back",
+    )
     assert produce("all") == [None]
 
 
@@ -201,10 +186,8 @@ def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
     )
     assert made.returncode == 0, made.stdout + made.stderr
     wait_for_full_isr(cluster_admin, topic, 1, 1)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(50):
-        producer.produce(topic, value=b"%d" % i, partition=0)
-    assert producer.flush(30) == 0
+    records = [{"value": b"%d" % i, "partition": 0} for i in range(50)]
+    ck_produce(cluster.bootstrap, topic, records, {"acks": "all"}, timeout=30)
     plan = tmp_path / "plan.json"
     plan.write_text(
         json.dumps(
@@ -214,17 +197,18 @@ def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
     args = ["--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)]
     execute = run_tool("kafka-reassign-partitions", *args, "--execute", timeout=120)
     assert execute.returncode == 0, execute.stdout + execute.stderr
-    wait_for(
+    wait_until(
         lambda: (
             "is completed"
             in run_tool("kafka-reassign-partitions", *args, "--verify", timeout=120).stdout
         ),
-        "the reassignment to complete",
         timeout=90,
+        message="for the reassignment to complete",
     )
     partition = partitions_of(cluster_admin, topic)[0]
     assert sorted(partition.replicas) == [2, 3] and sorted(partition.isrs) == [2, 3]
     assert partition.leader in (2, 3)
     # The records moved with it: broker 1 no longer holds them, the others serve them.
     cluster.kill(1)
-    assert read_partition(cluster.bootstrap, topic, 0, 50) == [b"%d" % i for i in range(50)]
+    read = ck_consume(cluster.bootstrap, topic, count=50, timeout=60)
+    assert [m.value() for m in read] == [b"%d" % i for i in range(50)]
