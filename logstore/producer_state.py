@@ -66,6 +66,7 @@ from logstore.errors import (
     CorruptFileError,
     InvalidProducerEpoch,
     InvalidTxnState,
+    LogError,
     OutOfOrderSequence,
     TransactionCoordinatorFenced,
 )
@@ -391,13 +392,9 @@ class ProducerStateManager:
             h.max_timestamp,
         )
         if updated.current_txn_first_offset >= 0 and not h.is_transactional:
-            if origin is not AppendOrigin.REPLICATION:
-                raise InvalidTxnState(
-                    h.producer_id, h.base_offset, updated.current_txn_first_offset
-                )
-            log.warning(
-                "producer %d wrote a non-transactional batch at offset %d in its transaction",
-                h.producer_id,
+            _refuse_unless_replicated(
+                origin,
+                InvalidTxnState(h.producer_id, h.base_offset, updated.current_txn_first_offset),
                 h.base_offset,
             )
         elif updated.current_txn_first_offset < 0 and h.is_transactional:
@@ -425,16 +422,12 @@ class ProducerStateManager:
         if not retry:
             self._check_epoch(updated, h, origin, strictly_newer=strict)
         if updated.coordinator_epoch > marker.coordinator_epoch:
-            if origin is not AppendOrigin.REPLICATION:
-                raise TransactionCoordinatorFenced(
+            _refuse_unless_replicated(
+                origin,
+                TransactionCoordinatorFenced(
                     h.producer_id, marker.coordinator_epoch, updated.coordinator_epoch
-                )
-            log.info(
-                "producer %d marker at offset %d has coordinator epoch %d, older than %d",
-                h.producer_id,
+                ),
                 h.base_offset,
-                marker.coordinator_epoch,
-                updated.coordinator_epoch,
             )
         completed = None
         if updated.current_txn_first_offset >= 0:
@@ -453,14 +446,8 @@ class ProducerStateManager:
         epoch, current = h.producer_epoch, updated.producer_epoch
         if epoch > current or (epoch == current and not strictly_newer):
             return
-        if origin is not AppendOrigin.REPLICATION:
-            raise InvalidProducerEpoch(h.producer_id, epoch, current)
-        log.warning(
-            "producer %d epoch %d at offset %d is older than its epoch %d",
-            h.producer_id,
-            epoch,
-            h.base_offset,
-            current,
+        _refuse_unless_replicated(
+            origin, InvalidProducerEpoch(h.producer_id, epoch, current), h.base_offset
         )
 
     @staticmethod
@@ -633,3 +620,11 @@ def decode_snapshot(data: bytes, path: str = "<snapshot>") -> list[ProducerEntry
         if last_offset >= 0:
             e.batches.append(BatchMetadata(last_seq, last_offset, delta, ts))
     return list(entries.values())
+
+
+def _refuse_unless_replicated(origin: AppendOrigin, error: LogError, offset: int) -> None:
+    """A client's or a coordinator's write breaking a producer rule is refused
+    with `error`; a follower keeps what its leader wrote, and logs it."""
+    if origin is not AppendOrigin.REPLICATION:
+        raise error
+    log.warning("kept the leader's batch at offset %d: %s", offset, error)
