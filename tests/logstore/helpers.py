@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from logstore import LogConfig, UnifiedLog
+from logstore.log_validator import TopicLimits
 from wire.records import RecordInput, build_batch, iter_batches
 
 # A fixed "now" (2024-01-01T00:00:00Z): batch timestamps are near it and the
@@ -90,3 +91,15 @@ def open_log(
     path, config: LogConfig | None = None, clock: FakeClock | None = None, **kw
 ) -> UnifiedLog:
     return UnifiedLog.open(os.fspath(path), config or LogConfig(), clock=clock or FakeClock(), **kw)
+
+
+# Validation limits that refuse nothing but control batches and malformed input:
+# no size or timestamp bound, CreateTime, not compacted.
+OPEN_LIMITS = TopicLimits(
+    max_message_bytes=1 << 20,
+    log_append_time=False,
+    compacted=False,
+    timestamp_before_max_ms=2**63 - 1,
+    timestamp_after_max_ms=2**63 - 1,
+    segment_bytes=1 << 30,
+)

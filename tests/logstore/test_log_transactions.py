@@ -15,14 +15,14 @@ from logstore import (
     LogConfig,
     TransactionCoordinatorFenced,
 )
-from logstore.log_validator import RecordsError, TopicLimits, validate_records
+from logstore.log_validator import RecordsError, validate_records
 from logstore.producer_state import decode_snapshot
 from logstore.transaction_index import AbortedTxn
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch, build_control_batch, iter_batches
 
 from .compaction_helpers import clean, compact_config, kv_batch, records_of
-from .helpers import T0, FakeClock, batch, open_log, read_all
+from .helpers import OPEN_LIMITS, T0, FakeClock, batch, open_log, read_all
 
 A, B, C = 1000, 2000, 3000
 SMALL = LogConfig(segment_bytes=400, index_interval_bytes=100)
@@ -407,14 +407,7 @@ def test_clients_may_not_write_control_batches(tmp_path):
         log.append(marker, 0)
     assert e.value.error_code == ErrorCode.INVALID_RECORD
     assert log.log_end_offset == 0
-    limits = TopicLimits(
-        max_message_bytes=1 << 20,
-        log_append_time=False,
-        compacted=False,
-        timestamp_before_max_ms=2**63 - 1,
-        timestamp_after_max_ms=2**63 - 1,
-        segment_bytes=1 << 30,
-    )
+    limits = OPEN_LIMITS
     with pytest.raises(RecordsError) as refused:
         validate_records(marker, limits, "t-0", now_ms=T0)
     assert refused.value.code == ErrorCode.INVALID_RECORD

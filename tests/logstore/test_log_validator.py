@@ -20,15 +20,10 @@ from wire.records import (
     record_timestamp,
 )
 
+from .helpers import OPEN_LIMITS
+
 NOW = 1_795_000_000_000
-LIMITS = TopicLimits(
-    max_message_bytes=1 << 20,
-    log_append_time=False,
-    compacted=False,
-    timestamp_before_max_ms=2**63 - 1,
-    timestamp_after_max_ms=2**63 - 1,
-    segment_bytes=1 << 30,
-)
+LIMITS = OPEN_LIMITS
 
 
 def stored(batch: bytearray, limits: TopicLimits = LIMITS):
