@@ -249,6 +249,24 @@ class Partition:
             self.notify()
         return info
 
+    def append_transaction_marker(
+        self, producer_id: int, producer_epoch: int, *, commit: bool, coordinator_epoch: int
+    ) -> AppendInfo:
+        """WriteTxnMarkers: the leader appends the marker ending `producer_id`'s
+        transaction here (raises what the log's marker append raises)."""
+        if not self.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        info = self.log.append_transaction_marker(
+            producer_id,
+            producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+            leader_epoch=self.leader_epoch,
+        )
+        self.maybe_increment_high_watermark()
+        self.notify()
+        return info
+
     def append_as_follower(self, records) -> AppendInfo | None:
         """Append batches fetched from the leader, offsets and epochs as they are."""
         info = self.log.append_as_follower(records)

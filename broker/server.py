@@ -44,6 +44,8 @@ from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replica_manager import ReplicaManager
 from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicManager
+from broker.txn_markers import MarkerSender, MarkerWriter
+from broker.txn_runtime import TransactionRuntime
 
 log = logging.getLogger("gregor.broker")
 
@@ -122,7 +124,27 @@ class Broker:
         self.metadata.subscribe(DynamicBrokerConfig(config, self.node_id))
         self.metadata.subscribe(self.topic_configs)
         self.metadata.subscribe(self.replicas)
+        self.markers = MarkerWriter(
+            self.replicas,
+            lambda index, producer_id, commit: self.groups.complete_transaction(
+                index, producer_id, commit
+            ),
+            timeout_ms=config["request.timeout.ms"],
+        )
+        self.txns = TransactionRuntime(
+            self.node_id,
+            config,
+            self.metadata,
+            self.replicas,
+            MarkerSender(
+                self.node_id,
+                self.markers,
+                lambda: self.metadata.image,
+                config.inter_broker_listener_name,
+            ),
+        )
         self.metadata.subscribe(self.groups)
+        self.metadata.subscribe(self.txns)
         self.dispatcher = RequestDispatcher(
             build_handlers(
                 node_id=self.node_id,
@@ -135,6 +157,8 @@ class Broker:
                 topics=self.topics,
                 groups=self.groups,
                 producer_ids=ProducerIdManager(self.controller, self.node_id),
+                txns=self.txns,
+                markers=self.markers,
             )
         )
         self.limits = ConnectionLimits(
@@ -178,6 +202,7 @@ class Broker:
                 nursery.start_soon(self._accept, name, bound, accept_scope)
             self.logs.start_background(nursery)
             await nursery.start(self.groups.run)
+            await nursery.start(self.txns.run)
             for name, host, port in self.bound:
                 log.info("Gregor node %d listening on %s://%s:%d", self.node_id, name, host, port)
             task_status.started(self)
@@ -219,6 +244,7 @@ class Broker:
         # Parked group requests (a JoinGroup waiting for the join phase) are
         # answered NOT_COORDINATOR now instead of holding the stop up.
         self.groups.shutdown()
+        self.txns.shutdown()
         with trio.move_on_after(_STOP_GRACE_SECONDS):
             for conn in list(self._connections):
                 conn.stop_when_idle()

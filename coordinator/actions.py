@@ -12,6 +12,8 @@ them out:
   `partition` of the coordinator's topic (`__consumer_offsets` for groups),
   as one batch, in order, then report the outcome with the coordinator's
   `persisted(write_id, now_ms, error)`.
+- `SendMarkers(...)` (the transaction coordinator only): write a transaction's
+  markers to its partitions, then report `markers_written`.
 
 "Reply after persisted": a reply that depends on records being durable (an
 offset commit's, the SyncGroups of a new generation, a LeaveGroup that emptied
@@ -48,4 +50,20 @@ class Persist:
     records: tuple[Record, ...]
 
 
-Action = Reply | Persist
+@dataclass(frozen=True, slots=True)
+class SendMarkers:
+    """Write the COMMIT (or ABORT) marker of `producer_id`'s transaction to
+    every one of `partitions` (to each partition's leader), then report with
+    the transaction coordinator's `markers_written(transactional_id, ...)`. Until
+    then the transaction stays prepared. A partition whose topic is gone
+    counts as written."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: tuple[tuple[str, int], ...]
+
+
+Action = Reply | Persist | SendMarkers

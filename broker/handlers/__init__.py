@@ -22,6 +22,7 @@ from broker.handlers.produce import ProduceHandler
 from broker.handlers.producer_ids import ProducerIdsHandler
 from broker.handlers.reassignments import ReassignmentsHandler
 from broker.handlers.topic_admin import TopicAdminHandler
+from broker.handlers.transactions import TransactionsHandler
 
 
 def build_handlers(
@@ -36,6 +37,8 @@ def build_handlers(
     topics,
     groups,
     producer_ids,
+    txns,
+    markers,
 ) -> list[object]:
     return [
         ApiVersionsHandler(),
@@ -50,7 +53,8 @@ def build_handlers(
         ElectLeadersHandler(metadata, controller),
         ReassignmentsHandler(metadata, controller),
         LogDirsHandler(logs, replicas),
-        FindCoordinatorHandler(groups, metadata),
+        FindCoordinatorHandler(groups, txns, metadata),
         GroupsHandler(groups, metadata),
-        ProducerIdsHandler(producer_ids),
+        ProducerIdsHandler(producer_ids, txns),
+        TransactionsHandler(txns, groups, metadata, markers),
     ]

@@ -14,6 +14,7 @@ from broker.group_runtime import OFFSETS_TOPIC, TRANSACTION_TOPIC, GroupRuntime
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
+from broker.txn_runtime import TransactionRuntime
 from coordinator.find_coordinator import (
     GROUP_KEY_TYPE,
     NO_NODE,
@@ -23,14 +24,14 @@ from coordinator.find_coordinator import (
 from coordinator.find_coordinator import (
     find_coordinator as find_coordinator_response,
 )
-from coordinator.hashing import coordinator_partition
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
 
 class FindCoordinatorHandler:
-    def __init__(self, groups: GroupRuntime, metadata: MetadataCache):
+    def __init__(self, groups: GroupRuntime, txns: TransactionRuntime, metadata: MetadataCache):
         self.groups = groups
+        self.txns = txns
         self.metadata = metadata
 
     @handles(ApiKey.FIND_COORDINATOR, "0-6")
@@ -53,7 +54,7 @@ class FindCoordinatorHandler:
             if key_type == GROUP_KEY_TYPE:
                 index = self.groups.coordinator.partition_for(key)
             else:
-                index = coordinator_partition(key, len(topic.partitions))
+                index = self.txns.coordinator.partition_for(key)
             leader = topic.partitions[index].leader
             registration = image.brokers.get(leader)
             if registration is None:

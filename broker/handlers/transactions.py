@@ -1,0 +1,104 @@
+"""The transaction APIs: the coordinator's (AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn, DescribeTransactions, ListTransactions, served by the transaction
+coordinator in broker/txn_runtime.py) and the partition leader's
+(WriteTxnMarkers, from a coordinator).
+
+InitProducerId with a transactional id is in handlers/producer_ids.py, and
+TxnOffsetCommit with the group APIs. Versions: transactions v1 (AddPartitionsToTxn
+v5 and EndTxn v5 belong to transactions v2, which is not served).
+"""
+
+from __future__ import annotations
+
+from broker.group_runtime import GroupRuntime
+from broker.metadata.publisher import MetadataCache
+from broker.registry import handles
+from broker.request_context import RequestContext
+from broker.txn_markers import Marker, MarkerWriter
+from broker.txn_runtime import TransactionRuntime
+from wire.api_keys import ApiKey
+
+
+class TransactionsHandler:
+    def __init__(
+        self,
+        txns: TransactionRuntime,
+        groups: GroupRuntime,
+        metadata: MetadataCache,
+        markers: MarkerWriter,
+    ):
+        self.txns = txns
+        self.groups = groups
+        self.metadata = metadata
+        self.markers = markers
+
+    @handles(ApiKey.ADD_PARTITIONS_TO_TXN, "0-4")
+    async def add_partitions_to_txn(self, ctx: RequestContext, request):
+        image = self.metadata.image
+        if ctx.api_version <= 3:
+            topic_lists = [request.v3_and_below_topics]
+        else:
+            topic_lists = [t.topics for t in request.transactions]
+        unknown = set()
+        for topics in topic_lists:
+            for t in topics:
+                topic = image.topic(t.name)
+                for p in t.partitions:
+                    if topic is None or p not in topic.partitions:
+                        unknown.add((t.name, p))
+        coordinator = self.txns.coordinator
+        return await self.txns.call(
+            ctx, lambda rctx, now: coordinator.add_partitions(rctx, request, now, unknown)
+        )
+
+    @handles(ApiKey.ADD_OFFSETS_TO_TXN, "0-4")
+    async def add_offsets_to_txn(self, ctx: RequestContext, request):
+        offsets_partition = self.groups.coordinator.partition_for(request.group_id)
+        coordinator = self.txns.coordinator
+        return await self.txns.call(
+            ctx,
+            lambda rctx, now: coordinator.add_offsets(rctx, request, now, offsets_partition),
+        )
+
+    @handles(ApiKey.END_TXN, "0-4")
+    async def end_txn(self, ctx: RequestContext, request):
+        coordinator = self.txns.coordinator
+        return await self.txns.call(ctx, lambda rctx, now: coordinator.end_txn(rctx, request, now))
+
+    @handles(ApiKey.DESCRIBE_TRANSACTIONS, "0")
+    async def describe_transactions(self, ctx: RequestContext, request):
+        coordinator = self.txns.coordinator
+        return await self.txns.call(ctx, lambda rctx, _now: coordinator.describe(rctx, request))
+
+    @handles(ApiKey.LIST_TRANSACTIONS, "0-1")
+    async def list_transactions(self, ctx: RequestContext, request):
+        coordinator = self.txns.coordinator
+        return await self.txns.call(
+            ctx, lambda rctx, now: coordinator.list_transactions(rctx, request, now)
+        )
+
+    @handles(ApiKey.WRITE_TXN_MARKERS, "0-1")
+    async def write_txn_markers(self, ctx: RequestContext, request):
+        image = self.metadata.image
+        answers = []
+        for m in request.markers:
+            marker = Marker(
+                m.producer_id,
+                m.producer_epoch,
+                m.transaction_result,
+                m.coordinator_epoch,
+                tuple((t.name, p) for t in m.topics for p in t.partition_indexes),
+            )
+            results = await self.markers.write_local(marker, image)
+            by_topic: dict[str, list] = {}
+            for (topic, index), error in results.items():
+                by_topic.setdefault(topic, []).append(
+                    {"partition_index": index, "error_code": int(error)}
+                )
+            answers.append(
+                {
+                    "producer_id": m.producer_id,
+                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()],
+                }
+            )
+        return {"markers": answers}

@@ -1,0 +1,744 @@
+"""Kafka's transaction coordinator (transactions v1, KIP-98), sans I/O.
+
+One `TransactionCoordinator` serves the `__transaction_state` partitions this
+broker leads, through a `CoordinatorRuntime` (loading, confirmed writes,
+timers), as the group coordinator does for `__consumer_offsets`. Each
+transactional id has a `TxnMetadata`; every change of it is first written
+(a TransactionLogValue, `coordinator.txn_records`) and applied only once the
+write is durable, and only one change is in flight per id (`pending`):
+requests meeting one in flight get CONCURRENT_TRANSACTIONS, which clients
+retry.
+
+The life of a transaction, as in Kafka's TransactionCoordinator:
+
+- InitProducerId: a new id gets a producer id and epoch 0; a known one its
+  epoch bumped (which fences the previous producer: its later requests carry
+  the old epoch and get PRODUCER_FENCED). An id with a transaction still
+  open has it aborted first (epoch bumped, PrepareAbort, markers), and the
+  client is told CONCURRENT_TRANSACTIONS until that completes.
+- AddPartitionsToTxn / AddOffsetsToTxn: the partitions join the transaction
+  (Ongoing); the offsets of a group join as its `__consumer_offsets`
+  partition.
+- EndTxn: PrepareCommit or PrepareAbort is written, the client is answered,
+  then `SendMarkers` asks the driver to write the markers to every partition
+  of the transaction; `markers_written` then writes CompleteCommit or
+  CompleteAbort. A coordinator that starts leading a partition resends the
+  markers of every transaction it finds prepared.
+- A transaction open longer than its timeout is aborted by the coordinator,
+  with the epoch bumped so the producer that stalled is fenced.
+
+Only transactions v1 are served (the broker does not advertise the
+`transaction.version` feature, so clients do not use v2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from coordinator.actions import Action, Persist, Reply, SendMarkers
+from coordinator.hashing import coordinator_partition
+from coordinator.request_context import RequestContext
+from coordinator.runtime import CoordinatorRuntime, LogRecords
+from coordinator.txn_records import (
+    TxnLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from coordinator.txn_state import TxnState
+from wire.error_codes import ErrorCode
+
+E = ErrorCode
+S = TxnState
+NONE = ErrorCode.NONE
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+# Kafka's Short.MaxValue - 1: the last epoch an id may reach before the
+# coordinator gives it a new producer id.
+MAX_EPOCH = 32766
+
+
+@dataclass(frozen=True, slots=True)
+class TxnConfig:
+    num_partitions: int = 50
+    max_timeout_ms: int = 900_000
+
+
+TxnAction = Action
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    transactional_id: str
+    partition: int  # of __transaction_state
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    last_producer_id: int = NO_PRODUCER_ID
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # The state a write in flight moves to; None when nothing is in flight.
+    pending: TxnState | None = None
+
+    def log_value(self, **changes) -> TxnLogValue:
+        value = TxnLogValue(
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            transaction_timeout_ms=self.timeout_ms,
+            state=self.state,
+            partitions=frozenset(self.partitions),
+            last_update_timestamp_ms=self.last_update_ms,
+            start_timestamp_ms=self.start_ms,
+            previous_producer_id=self.last_producer_id,
+        )
+        return replace(value, **changes)
+
+    def apply(self, value: TxnLogValue) -> None:
+        if value.producer_epoch != self.producer_epoch or value.producer_id != self.producer_id:
+            self.last_producer_epoch = self.producer_epoch
+        self.producer_id = value.producer_id
+        self.producer_epoch = value.producer_epoch
+        self.timeout_ms = value.transaction_timeout_ms
+        self.state = value.state
+        self.partitions = set(value.partitions)
+        self.start_ms = value.start_timestamp_ms
+        self.last_update_ms = value.last_update_timestamp_ms
+        self.last_producer_id = value.previous_producer_id
+
+
+def _log_write_error(error: ErrorCode) -> ErrorCode:
+    """What a client is told when a __transaction_state write failed (Kafka's
+    TransactionStateManager.appendTransactionToLog)."""
+    if error in (
+        E.UNKNOWN_TOPIC_OR_PARTITION,
+        E.NOT_ENOUGH_REPLICAS,
+        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        E.REQUEST_TIMED_OUT,
+    ):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if error in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
+        return E.UNKNOWN_SERVER_ERROR
+    return error
+
+
+def _fenced(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
+    """Clients before KIP-588 do not know PRODUCER_FENCED: Kafka answers them
+    INVALID_PRODUCER_EPOCH, which they handle the same way."""
+    if error == E.PRODUCER_FENCED and version < first_version_with_fenced:
+        return E.INVALID_PRODUCER_EPOCH
+    return error
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TxnConfig):
+        self.config = config
+        self.runtime = CoordinatorRuntime(self)
+        self.txns: dict[str, TxnMetadata] = {}
+        # The leader epoch of each __transaction_state partition served: the
+        # coordinator epoch markers carry, so partitions fence older coordinators.
+        self.coordinator_epochs: dict[int, int] = {}
+
+    # --- partitions -------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return coordinator_partition(transactional_id, self.config.num_partitions)
+
+    def begin_loading(self, partition: int, coordinator_epoch: int) -> None:
+        self.coordinator_epochs[partition] = coordinator_epoch
+        self.runtime.begin_loading(partition)
+
+    def replay(self, partition: int, records: LogRecords, now_ms: int) -> None:
+        self.runtime.replay(partition, records, now_ms)
+
+    def finish_loading(self, partition: int, now_ms: int) -> list[TxnAction]:
+        return self.runtime.finish_loading(partition, now_ms)
+
+    def unload(self, partition: int, now_ms: int) -> list[TxnAction]:
+        actions = self.runtime.unload(partition, now_ms)
+        self.coordinator_epochs.pop(partition, None)
+        return actions
+
+    def partition_state(self, partition: int):
+        return self.runtime.partition_state(partition)
+
+    def next_deadline(self) -> int | None:
+        return self.runtime.next_deadline()
+
+    def tick(self, now_ms: int) -> list[TxnAction]:
+        return self.runtime.tick(now_ms)
+
+    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[TxnAction]:
+        return self.runtime.persisted(write_id, now_ms, error)
+
+    # --- the shard's hooks --------------------------------------------------------
+
+    def replay_records(self, partition: int, records: LogRecords, now_ms: int) -> None:
+        for key, value in records:
+            txn_id = decode_key(key)
+            decoded = decode_value(value)
+            if decoded is None:
+                self.txns.pop(txn_id, None)
+                continue
+            txn = self.txns.get(txn_id)
+            if txn is None:
+                txn = self.txns[txn_id] = TxnMetadata(
+                    txn_id,
+                    partition,
+                    decoded.producer_id,
+                    decoded.producer_epoch,
+                    decoded.transaction_timeout_ms,
+                    decoded.state,
+                )
+            txn.apply(decoded)
+
+    def on_loaded(self, partition: int, now_ms: int) -> list[TxnAction]:
+        """Finish what the previous coordinator left prepared; time the open ones."""
+        actions: list[TxnAction] = []
+        for txn in list(self.txns.values()):
+            if txn.partition != partition:
+                continue
+            if txn.state.is_prepare:
+                actions.append(self._markers(txn))
+            elif txn.state is S.PREPARE_EPOCH_FENCE:
+                # Written by a coordinator that died before its abort: abort now.
+                txn.state = S.ONGOING
+                actions += self._abort_timed_out(txn, now_ms)
+            elif txn.state is S.ONGOING:
+                self._schedule_timeout(txn)
+        return actions
+
+    def on_unloaded(self, partition: int, now_ms: int) -> list[TxnAction]:
+        for txn_id in [t for t, txn in self.txns.items() if txn.partition == partition]:
+            self.runtime.cancel_timer(("timeout", txn_id))
+            del self.txns[txn_id]
+        return []
+
+    # --- InitProducerId -----------------------------------------------------------------
+
+    def init_producer_id(
+        self, ctx: RequestContext, req, now_ms: int, fresh_producer_id: int
+    ) -> list[TxnAction]:
+        """InitProducerId with a transactional id. `fresh_producer_id` is an id
+        no producer has: used for a new transactional id, or when the epoch of
+        the current one is exhausted."""
+
+        def reply(error: ErrorCode, pid: int = NO_PRODUCER_ID, epoch: int = -1) -> Reply:
+            return Reply(
+                ctx.token,
+                {
+                    "throttle_time_ms": 0,
+                    "error_code": _fenced(error, ctx.api_version, 4),
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                },
+            )
+
+        txn_id = req.transactional_id
+        if not txn_id:
+            return [reply(E.INVALID_REQUEST)]
+        if not 0 < req.transaction_timeout_ms <= self.config.max_timeout_ms:
+            return [reply(E.INVALID_TRANSACTION_TIMEOUT)]
+        partition = self.partition_for(txn_id)
+        status = self.runtime.status_error(partition)
+        if status is not None:
+            return [reply(status)]
+        txn = self.txns.get(txn_id)
+        if txn is None:
+            txn = self.txns[txn_id] = TxnMetadata(
+                txn_id,
+                partition,
+                fresh_producer_id,
+                NO_PRODUCER_EPOCH,
+                req.transaction_timeout_ms,
+                S.EMPTY,
+                last_update_ms=now_ms,
+            )
+        expected = (getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1))
+        if txn.pending is not None or txn.state.is_prepare:
+            return [reply(E.CONCURRENT_TRANSACTIONS)]
+        if expected != (-1, -1) and not self._is_valid_producer(txn, *expected):
+            return [reply(E.PRODUCER_FENCED)]
+        if txn.state is S.ONGOING:
+            # Abort the open transaction first (fencing its producer); the
+            # client retries until it is complete.
+            return self._abort_timed_out(txn, now_ms) + [reply(E.CONCURRENT_TRANSACTIONS)]
+        if txn.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+            return [reply(E.CONCURRENT_TRANSACTIONS)]
+        # Empty or complete: a new epoch (or a new id once the epoch is spent).
+        if txn.producer_epoch >= MAX_EPOCH:
+            value = txn.log_value(
+                producer_id=fresh_producer_id,
+                producer_epoch=0,
+                previous_producer_id=txn.producer_id,
+            )
+        elif (
+            expected != (-1, -1)
+            and expected[1] == txn.last_producer_epoch
+            and (expected[1] != txn.producer_epoch)
+        ):
+            value = txn.log_value()  # a retry of a bump already done (KIP-360)
+        else:
+            value = txn.log_value(producer_epoch=txn.producer_epoch + 1)
+        value = replace(
+            value,
+            transaction_timeout_ms=req.transaction_timeout_ms,
+            state=S.EMPTY,
+            partitions=frozenset(),
+            start_timestamp_ms=-1,
+            last_update_timestamp_ms=now_ms,
+        )
+
+        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+            if error != NONE:
+                return [reply(_log_write_error(error))]
+            return [reply(NONE, value.producer_id, value.producer_epoch)]
+
+        return self._write(txn, value, done)
+
+    @staticmethod
+    def _is_valid_producer(txn: TxnMetadata, producer_id: int, epoch: int) -> bool:
+        """KIP-360: a producer that gives its id and epoch must be the current
+        one, or retrying the bump that made the current one."""
+        if epoch == NO_PRODUCER_EPOCH and producer_id == NO_PRODUCER_ID:
+            return True
+        if producer_id == txn.producer_id and epoch == txn.producer_epoch:
+            return True
+        if producer_id == txn.producer_id and epoch == txn.last_producer_epoch:
+            return True
+        return producer_id == txn.last_producer_id and epoch == txn.last_producer_epoch
+
+    # --- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------
+
+    def add_partitions(
+        self,
+        ctx: RequestContext,
+        req,
+        now_ms: int,
+        unknown: Iterable[tuple[str, int]] = (),
+    ) -> list[TxnAction]:
+        """AddPartitionsToTxn. v0-3: one transaction, from its producer. v4+:
+        transactions from brokers, answered per transaction (verify_only:
+        only check that the partitions are in the transaction). `unknown`:
+        partitions that do not exist (UNKNOWN_TOPIC_OR_PARTITION for them,
+        OPERATION_NOT_ATTEMPTED for the others, as in Kafka)."""
+        missing = set(unknown)
+        if ctx.api_version <= 3:
+            topics = [(t.name, list(t.partitions)) for t in req.v3_and_below_topics]
+
+            def answer(results: list) -> Reply:
+                return Reply(
+                    ctx.token,
+                    {"throttle_time_ms": 0, "results_by_topic_v3_and_below": results},
+                )
+
+            return self._add_one(
+                ctx,
+                req.v3_and_below_transactional_id,
+                req.v3_and_below_producer_id,
+                req.v3_and_below_producer_epoch,
+                topics,
+                missing,
+                False,
+                now_ms,
+                answer,
+            )
+        results: dict[str, list] = {}
+        actions: list[TxnAction] = []
+        left = [len(req.transactions)]
+
+        def collect(txn_id: str):
+            def answer(topic_results: list) -> Reply | None:
+                results[txn_id] = topic_results
+                left[0] -= 1
+                if left[0]:
+                    return None
+                return Reply(
+                    ctx.token,
+                    {
+                        "throttle_time_ms": 0,
+                        "error_code": NONE,
+                        "results_by_transaction": [
+                            {"transactional_id": t, "topic_results": r} for t, r in results.items()
+                        ],
+                    },
+                )
+
+            return answer
+
+        if not req.transactions:
+            return [
+                Reply(
+                    ctx.token,
+                    {"throttle_time_ms": 0, "error_code": NONE, "results_by_transaction": []},
+                )
+            ]
+        for t in req.transactions:
+            actions += self._add_one(
+                ctx,
+                t.transactional_id,
+                t.producer_id,
+                t.producer_epoch,
+                [(x.name, list(x.partitions)) for x in t.topics],
+                missing,
+                t.verify_only,
+                now_ms,
+                collect(t.transactional_id),
+            )
+        return actions
+
+    def _add_one(
+        self, ctx, txn_id, producer_id, epoch, topics, missing, verify_only, now_ms, answer
+    ) -> list[TxnAction]:
+        """One transaction's partitions: `answer(topic results)` makes the reply
+        (or None while others of the same request are outstanding)."""
+
+        def results(code_of) -> list:
+            return [
+                {
+                    "name": name,
+                    "results_by_partition": [
+                        {"partition_index": p, "partition_error_code": code_of((name, p))}
+                        for p in parts
+                    ],
+                }
+                for name, parts in topics
+            ]
+
+        def all_error(code: ErrorCode) -> list[TxnAction]:
+            code = _fenced(code, ctx.api_version, 2)
+            reply = answer(results(lambda _tp: code))
+            return [] if reply is None else [reply]
+
+        tps = {(name, p) for name, parts in topics for p in parts}
+        if missing & tps:
+            reply = answer(
+                results(
+                    lambda tp: (
+                        E.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else E.OPERATION_NOT_ATTEMPTED
+                    )
+                )
+            )
+            return [] if reply is None else [reply]
+        error, txn = self._check_producer(txn_id, producer_id, epoch)
+        if error is not None:
+            return all_error(error)
+        assert txn is not None
+        if verify_only:
+            if txn.pending is not None or txn.state.is_prepare:
+                return all_error(E.CONCURRENT_TRANSACTIONS)
+            ongoing = txn.state is S.ONGOING
+            reply = answer(
+                results(
+                    lambda tp: NONE if ongoing and tp in txn.partitions else E.INVALID_TXN_STATE
+                )
+            )
+            return [] if reply is None else [reply]
+        return self._add(txn, tps, now_ms, all_error)
+
+    def add_offsets(
+        self, ctx: RequestContext, req, now_ms: int, offsets_partition: int
+    ) -> list[TxnAction]:
+        """AddOffsetsToTxn: the group's __consumer_offsets partition joins."""
+
+        def reply(error: ErrorCode) -> list[TxnAction]:
+            code = _fenced(error, ctx.api_version, 2)
+            return [Reply(ctx.token, {"throttle_time_ms": 0, "error_code": code})]
+
+        error, txn = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
+        if error is not None:
+            return reply(error)
+        assert txn is not None
+        return self._add(txn, {("__consumer_offsets", offsets_partition)}, now_ms, reply)
+
+    def _check_producer(
+        self, txn_id: str, producer_id: int, epoch: int
+    ) -> tuple[ErrorCode | None, TxnMetadata | None]:
+        if not txn_id:
+            return E.INVALID_REQUEST, None
+        status = self.runtime.status_error(self.partition_for(txn_id))
+        if status is not None:
+            return status, None
+        txn = self.txns.get(txn_id)
+        if txn is None or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if txn.producer_epoch != epoch:
+            return E.PRODUCER_FENCED, None
+        return None, txn
+
+    def _add(self, txn: TxnMetadata, tps: set, now_ms: int, reply) -> list[TxnAction]:
+        if txn.pending is not None or txn.state.is_prepare:
+            return reply(E.CONCURRENT_TRANSACTIONS)
+        if txn.state is S.ONGOING and tps <= txn.partitions:
+            return reply(NONE)
+        if txn.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+            return reply(E.INVALID_TXN_STATE)
+        start = now_ms if txn.state is not S.ONGOING else txn.start_ms
+        value = txn.log_value(
+            state=S.ONGOING,
+            partitions=frozenset(txn.partitions | tps),
+            start_timestamp_ms=start,
+            last_update_timestamp_ms=now_ms,
+        )
+
+        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+            if error != NONE:
+                return reply(_log_write_error(error))
+            self._schedule_timeout(txn)
+            return reply(NONE)
+
+        return self._write(txn, value, done)
+
+    # --- EndTxn -----------------------------------------------------------------------------
+
+    def end_txn(self, ctx: RequestContext, req, now_ms: int) -> list[TxnAction]:
+        def reply(error: ErrorCode) -> list[TxnAction]:
+            body = {
+                "throttle_time_ms": 0,
+                "error_code": _fenced(error, ctx.api_version, 2),
+                "producer_id": NO_PRODUCER_ID,
+                "producer_epoch": NO_PRODUCER_EPOCH,
+            }
+            return [Reply(ctx.token, body)]
+
+        error, txn = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
+        if error is not None:
+            return reply(error)
+        assert txn is not None
+        commit = bool(req.committed)
+        if txn.pending is not None:
+            return reply(E.CONCURRENT_TRANSACTIONS)
+        state = txn.state
+        if state is S.ONGOING:
+            return self._prepare_end(txn, commit, now_ms, reply)
+        if state is S.COMPLETE_COMMIT:
+            return reply(NONE if commit else E.INVALID_TXN_STATE)
+        if state is S.COMPLETE_ABORT:
+            return reply(NONE if not commit else E.INVALID_TXN_STATE)
+        if state is S.PREPARE_COMMIT:
+            return reply(E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE)
+        if state is S.PREPARE_ABORT:
+            return reply(E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE)
+        return reply(E.INVALID_TXN_STATE)  # Empty, Dead, PrepareEpochFence
+
+    def _prepare_end(self, txn: TxnMetadata, commit: bool, now_ms: int, reply) -> list[TxnAction]:
+        """Write PrepareCommit/PrepareAbort; once durable, answer and send the markers."""
+        value = txn.log_value(
+            state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+            last_update_timestamp_ms=now_ms,
+        )
+        self.runtime.cancel_timer(("timeout", txn.transactional_id))
+
+        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+            if error != NONE:
+                self._schedule_timeout(txn)
+                return reply(_log_write_error(error))
+            return reply(NONE) + [self._markers(txn)]
+
+        return self._write(txn, value, done)
+
+    def _markers(self, txn: TxnMetadata) -> SendMarkers:
+        return SendMarkers(
+            txn.transactional_id,
+            txn.producer_id,
+            txn.producer_epoch,
+            txn.state is S.PREPARE_COMMIT,
+            self.coordinator_epochs.get(txn.partition, 0),
+            tuple(sorted(txn.partitions)),
+        )
+
+    def markers_written(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, now_ms: int
+    ) -> list[TxnAction]:
+        """Every marker of the prepared transaction is written: complete it."""
+        txn = self.txns.get(transactional_id)
+        if (
+            txn is None
+            or not txn.state.is_prepare
+            or txn.pending is not None
+            or (txn.producer_id, txn.producer_epoch) != (producer_id, producer_epoch)
+            or not self.runtime.is_active(txn.partition)
+        ):
+            return []  # unloaded or moved on meanwhile: nothing to complete
+        value = txn.log_value(
+            state=S.COMPLETE_COMMIT if txn.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT,
+            partitions=frozenset(),
+            last_update_timestamp_ms=now_ms,
+        )
+
+        def done(error: ErrorCode, done_ms: int) -> list[TxnAction]:
+            if error != NONE and self.runtime.is_active(txn.partition):
+                # The markers are written; try the completion again shortly.
+                self.runtime.schedule(
+                    ("complete", transactional_id),
+                    done_ms + 100,
+                    lambda t: self.markers_written(
+                        transactional_id, producer_id, producer_epoch, t
+                    ),
+                )
+            return []
+
+        return self._write(txn, value, done)
+
+    # --- timeouts ---------------------------------------------------------------------------
+
+    def _schedule_timeout(self, txn: TxnMetadata) -> None:
+        if txn.state is not S.ONGOING:
+            return
+        txn_id = txn.transactional_id
+        self.runtime.schedule(
+            ("timeout", txn_id),
+            txn.start_ms + txn.timeout_ms,
+            lambda now: self._timed_out(txn_id, now),
+        )
+
+    def _timed_out(self, txn_id: str, now_ms: int) -> list[TxnAction]:
+        txn = self.txns.get(txn_id)
+        if txn is None or txn.state is not S.ONGOING:
+            return []
+        if txn.pending is not None:
+            # Something in flight (adding partitions): look again soon.
+            self.runtime.schedule(
+                ("timeout", txn_id), now_ms + 100, lambda t: self._timed_out(txn_id, t)
+            )
+            return []
+        return self._abort_timed_out(txn, now_ms)
+
+    def _abort_timed_out(self, txn: TxnMetadata, now_ms: int) -> list[TxnAction]:
+        """Abort an open transaction for the coordinator's own reasons (a
+        timeout, a new producer of the same id): the epoch is bumped first, so
+        the producer that left it open is fenced (Kafka's
+        prepareFenceProducerEpoch, then PrepareAbort)."""
+        self.runtime.cancel_timer(("timeout", txn.transactional_id))
+        bumped = txn.producer_epoch + 1 if txn.producer_epoch < MAX_EPOCH else txn.producer_epoch
+        value = txn.log_value(
+            producer_epoch=bumped, state=S.PREPARE_ABORT, last_update_timestamp_ms=now_ms
+        )
+
+        def done(error: ErrorCode, done_ms: int) -> list[TxnAction]:
+            if error != NONE:
+                if self.runtime.is_active(txn.partition):
+                    self._schedule_retry_abort(txn, done_ms)
+                return []
+            return [self._markers(txn)]
+
+        return self._write(txn, value, done)
+
+    def _schedule_retry_abort(self, txn: TxnMetadata, now_ms: int) -> None:
+        txn_id = txn.transactional_id
+        self.runtime.schedule(
+            ("timeout", txn_id), now_ms + 1000, lambda t: self._timed_out(txn_id, t)
+        )
+
+    # --- Describe / List ---------------------------------------------------------------------
+
+    def describe(self, ctx: RequestContext, req) -> list[TxnAction]:
+        states = []
+        for txn_id in req.transactional_ids:
+            status = self.runtime.status_error(self.partition_for(txn_id))
+            txn = self.txns.get(txn_id)
+            if status is None and txn is None:
+                status = E.TRANSACTIONAL_ID_NOT_FOUND
+            if status is not None or txn is None:
+                states.append(
+                    {
+                        "error_code": status,
+                        "transactional_id": txn_id,
+                        "transaction_state": "",
+                        "transaction_timeout_ms": 0,
+                        "transaction_start_time_ms": -1,
+                        "producer_id": -1,
+                        "producer_epoch": -1,
+                        "topics": [],
+                    }
+                )
+                continue
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(txn.partitions):
+                by_topic.setdefault(topic, []).append(index)
+            states.append(
+                {
+                    "error_code": NONE,
+                    "transactional_id": txn_id,
+                    "transaction_state": txn.state.display,
+                    "transaction_timeout_ms": txn.timeout_ms,
+                    "transaction_start_time_ms": txn.start_ms,
+                    "producer_id": txn.producer_id,
+                    "producer_epoch": txn.producer_epoch,
+                    "topics": [{"topic": t, "partitions": p} for t, p in by_topic.items()],
+                }
+            )
+        return [Reply(ctx.token, {"throttle_time_ms": 0, "transaction_states": states})]
+
+    def list_transactions(self, ctx: RequestContext, req, now_ms: int) -> list[TxnAction]:
+        """The transactional ids of the partitions served here, filtered."""
+        wanted_states = set()
+        unknown = []
+        for name in req.state_filters:
+            state = S.from_display(name)
+            if state is None:
+                unknown.append(name)
+            else:
+                wanted_states.add(state)
+        pids = set(req.producer_id_filters)
+        duration = getattr(req, "duration_filter", -1)
+        error = E.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.any_loading() else NONE
+        states = []
+        if error == NONE:
+            for txn in self.txns.values():
+                if not self.runtime.is_active(txn.partition) or txn.state is S.DEAD:
+                    continue
+                if req.state_filters and txn.state not in wanted_states:
+                    continue
+                if pids and txn.producer_id not in pids:
+                    continue
+                if duration >= 0 and (
+                    txn.state is not S.ONGOING or now_ms - txn.start_ms < duration
+                ):
+                    continue
+                states.append(
+                    {
+                        "transactional_id": txn.transactional_id,
+                        "producer_id": txn.producer_id,
+                        "transaction_state": txn.state.display,
+                    }
+                )
+        return [
+            Reply(
+                ctx.token,
+                {
+                    "throttle_time_ms": 0,
+                    "error_code": error,
+                    "unknown_state_filters": unknown,
+                    "transaction_states": states,
+                },
+            )
+        ]
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def _write(self, txn: TxnMetadata, value: TxnLogValue, done) -> list[TxnAction]:
+        """Write `value` for `txn`; apply it once durable, then `done(error, now)`."""
+        txn.pending = value.state
+        persist: Persist = self.runtime.persist(
+            txn.partition, [(encode_key(txn.transactional_id), encode_value(value))]
+        )
+
+        def applied(error: ErrorCode, now_ms: int) -> list[TxnAction]:
+            txn.pending = None
+            if error == NONE:
+                txn.apply(value)
+            elif txn.state is S.EMPTY and txn.producer_epoch == NO_PRODUCER_EPOCH:
+                # A new id whose first write failed: forget it, as Kafka does.
+                if self.txns.get(txn.transactional_id) is txn:
+                    del self.txns[txn.transactional_id]
+            return done(error, now_ms)
+
+        self.runtime.then(persist, applied)
+        return [persist]
