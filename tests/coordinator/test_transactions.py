@@ -1,0 +1,326 @@
+"""The transaction coordinator, sans I/O: a clock the test moves, writes that
+are durable at once (or held, or failed), requests and replies through wire's
+codecs, markers reported written when the test says so."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from coordinator import Persist, Reply, RequestContext
+from coordinator.actions import SendMarkers
+from coordinator.transactions import TransactionCoordinator, TxnConfig
+from coordinator.txn_records import decode_key, decode_value
+from coordinator.txn_state import TxnState
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
+from wire.protocol import request_codec, response_codec
+
+E = ErrorCode
+S = TxnState
+PARTITIONS = 3
+
+
+def build(api_key: int, version: int, **fields):
+    codec = request_codec(api_key, version)
+    return codec.decode(codec.encode(fields))
+
+
+class TxnHarness:
+    def __init__(self, partitions=range(PARTITIONS), max_timeout_ms=900_000):
+        self.coord = TransactionCoordinator(TxnConfig(PARTITIONS, max_timeout_ms))
+        self.now = 1_000_000
+        self.log: dict[int, list] = {p: [] for p in range(PARTITIONS)}
+        self.markers: list[SendMarkers] = []
+        self.replies: dict[int, dict] = {}
+        self.fail_writes: ErrorCode | None = None
+        self._tokens = itertools.count(1)
+        self._pids = itertools.count(1000)
+        for p in partitions:
+            self.load(p, epoch=5)
+
+    def load(self, partition: int, epoch: int) -> None:
+        self.coord.begin_loading(partition, epoch)
+        self.coord.replay(partition, list(self.log[partition]), self.now)
+        self.run(self.coord.finish_loading(partition, self.now))
+
+    def run(self, actions) -> None:
+        queue = list(actions)
+        while queue:
+            action = queue.pop(0)
+            if isinstance(action, Reply):
+                self.replies[action.token] = action.response
+            elif isinstance(action, Persist):
+                if self.fail_writes is None:
+                    self.log[action.partition].extend(action.records)
+                queue += self.coord.persisted(action.write_id, self.now, self.fail_writes or 0)
+            else:
+                self.markers.append(action)
+
+    def call(self, method, api_key, version, **fields) -> dict:
+        token = next(self._tokens)
+        request = build(api_key, version, **fields)
+        ctx = RequestContext(token, version)
+        if method == "init_producer_id":
+            actions = self.coord.init_producer_id(ctx, request, self.now, next(self._pids))
+        elif method == "add_offsets":
+            actions = self.coord.add_offsets(ctx, request, self.now, 7)
+        elif method in ("describe",):
+            actions = self.coord.describe(ctx, request)
+        else:
+            actions = getattr(self.coord, method)(ctx, request, self.now)
+        self.run(actions)
+        reply = self.replies.pop(token)
+        codec = response_codec(api_key, version)
+        codec.encode(reply)  # a malformed reply fails here
+        return reply
+
+    def init(self, txn_id="t", timeout=60_000, version=4, **fields) -> dict:
+        return self.call(
+            "init_producer_id",
+            ApiKey.INIT_PRODUCER_ID,
+            version,
+            transactional_id=txn_id,
+            transaction_timeout_ms=timeout,
+            **fields,
+        )
+
+    def add(self, txn_id, pid, epoch, *tps, version=3) -> dict[tuple[str, int], int]:
+        topics: dict[str, list[int]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(p)
+        reply = self.call(
+            "add_partitions",
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            version,
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+        )
+        return {
+            (t["name"], r["partition_index"]): r["partition_error_code"]
+            for t in reply["results_by_topic_v3_and_below"]
+            for r in t["results_by_partition"]
+        }
+
+    def end(self, txn_id, pid, epoch, commit=True, version=3) -> int:
+        reply = self.call(
+            "end_txn",
+            ApiKey.END_TXN,
+            version,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=commit,
+        )
+        return reply["error_code"]
+
+    def state(self, txn_id="t") -> TxnState:
+        return self.coord.txns[txn_id].state
+
+    def deliver_markers(self) -> None:
+        markers, self.markers = self.markers, []
+        for m in markers:
+            self.run(
+                self.coord.markers_written(
+                    m.transactional_id, m.producer_id, m.producer_epoch, self.now
+                )
+            )
+
+    def tick(self, ms: int) -> None:
+        self.now += ms
+        self.run(self.coord.tick(self.now))
+
+
+def test_a_new_transactional_id_gets_a_producer_id_at_epoch_zero_and_is_logged():
+    h = TxnHarness()
+    reply = h.init("t")
+    assert (reply["error_code"], reply["producer_id"], reply["producer_epoch"]) == (0, 1000, 0)
+    partition = h.coord.partition_for("t")
+    key, value = h.log[partition][-1]
+    assert decode_key(key) == "t"
+    logged = decode_value(value)
+    assert (logged.producer_id, logged.producer_epoch, logged.state) == (1000, 0, S.EMPTY)
+    assert logged.transaction_timeout_ms == 60_000
+
+
+def test_init_again_bumps_the_epoch_and_fences_the_previous_producer():
+    h = TxnHarness()
+    first = h.init("t")
+    second = h.init("t")
+    assert second["producer_id"] == first["producer_id"]
+    assert second["producer_epoch"] == 1
+    pid = first["producer_id"]
+    assert h.add("t", pid, 0, ("a", 0)) == {("a", 0): E.PRODUCER_FENCED}
+    # Clients before AddPartitionsToTxn v2 do not know PRODUCER_FENCED.
+    assert h.add("t", pid, 0, ("a", 0), version=1) == {("a", 0): E.INVALID_PRODUCER_EPOCH}
+    assert h.end("t", pid, 0) == E.PRODUCER_FENCED
+
+
+def test_commit_writes_prepare_then_markers_then_complete():
+    h = TxnHarness()
+    r = h.init("t")
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    assert h.add("t", pid, epoch, ("a", 0), ("a", 1)) == {("a", 0): 0, ("a", 1): 0}
+    assert h.state() is S.ONGOING
+    assert h.end("t", pid, epoch, commit=True) == E.NONE
+    assert h.state() is S.PREPARE_COMMIT
+    [marker] = h.markers
+    assert marker.commit and marker.partitions == (("a", 0), ("a", 1))
+    assert marker.coordinator_epoch == 5
+    # Until the markers are written the producer may not start the next one.
+    assert h.add("t", pid, epoch, ("a", 0)) == {("a", 0): E.CONCURRENT_TRANSACTIONS}
+    assert h.end("t", pid, epoch, commit=True) == E.CONCURRENT_TRANSACTIONS
+    assert h.end("t", pid, epoch, commit=False) == E.INVALID_TXN_STATE
+    h.deliver_markers()
+    assert h.state() is S.COMPLETE_COMMIT
+    assert h.coord.txns["t"].partitions == set()
+    # A retried commit is answered again; an abort of it is refused.
+    assert h.end("t", pid, epoch, commit=True) == E.NONE
+    assert h.end("t", pid, epoch, commit=False) == E.INVALID_TXN_STATE
+    states = [decode_value(v).state for _, v in h.log[h.coord.partition_for("t")]]
+    assert states == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT]
+
+
+def test_end_without_a_transaction_is_invalid_and_unknown_producers_are_refused():
+    h = TxnHarness()
+    r = h.init("t")
+    pid = r["producer_id"]
+    assert h.end("t", pid, 0) == E.INVALID_TXN_STATE
+    assert h.end("t", pid + 1, 0) == E.INVALID_PRODUCER_ID_MAPPING
+    assert h.end("nobody", pid, 0) == E.INVALID_PRODUCER_ID_MAPPING
+    assert h.add("t", pid + 1, 0, ("a", 0)) == {("a", 0): E.INVALID_PRODUCER_ID_MAPPING}
+
+
+def test_timeouts_outside_the_allowed_range_are_refused():
+    h = TxnHarness(max_timeout_ms=10_000)
+    assert h.init("t", timeout=10_001)["error_code"] == E.INVALID_TRANSACTION_TIMEOUT
+    assert h.init("t", timeout=0)["error_code"] == E.INVALID_TRANSACTION_TIMEOUT
+    assert h.init("t", timeout=10_000)["error_code"] == E.NONE
+
+
+def test_an_open_transaction_past_its_timeout_is_aborted_with_the_epoch_bumped():
+    h = TxnHarness()
+    r = h.init("t", timeout=5_000)
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    h.add("t", pid, epoch, ("a", 0))
+    h.tick(4_000)
+    assert h.state() is S.ONGOING
+    h.tick(1_500)
+    assert h.state() is S.PREPARE_ABORT
+    [marker] = h.markers
+    assert not marker.commit and marker.producer_epoch == epoch + 1
+    h.deliver_markers()
+    assert h.state() is S.COMPLETE_ABORT
+    # The producer that stalled is fenced.
+    assert h.end("t", pid, epoch, commit=True) == E.PRODUCER_FENCED
+
+
+def test_a_new_producer_aborts_the_open_transaction_of_its_predecessor():
+    h = TxnHarness()
+    r = h.init("t")
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    h.add("t", pid, epoch, ("a", 0))
+    assert h.init("t")["error_code"] == E.CONCURRENT_TRANSACTIONS
+    assert h.state() is S.PREPARE_ABORT
+    assert h.init("t")["error_code"] == E.CONCURRENT_TRANSACTIONS  # markers not written yet
+    h.deliver_markers()
+    reply = h.init("t")
+    assert reply["error_code"] == E.NONE
+    assert (reply["producer_id"], reply["producer_epoch"]) == (pid, epoch + 2)
+
+
+def test_add_offsets_adds_the_groups_offsets_partition():
+    h = TxnHarness()
+    r = h.init("t")
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    reply = h.call(
+        "add_offsets",
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        3,
+        transactional_id="t",
+        producer_id=pid,
+        producer_epoch=epoch,
+        group_id="g",
+    )
+    assert reply["error_code"] == E.NONE
+    assert h.coord.txns["t"].partitions == {("__consumer_offsets", 7)}
+
+
+def test_a_failed_log_write_changes_nothing_and_maps_to_a_retriable_error():
+    h = TxnHarness()
+    r = h.init("t")
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    h.fail_writes = E.NOT_ENOUGH_REPLICAS
+    assert h.add("t", pid, epoch, ("a", 0)) == {("a", 0): E.COORDINATOR_NOT_AVAILABLE}
+    assert h.state() is S.EMPTY
+    h.fail_writes = E.NOT_LEADER_OR_FOLLOWER
+    assert h.init("u")["error_code"] == E.NOT_COORDINATOR
+    assert "u" not in h.coord.txns
+
+
+def test_a_new_coordinator_resends_the_markers_of_prepared_transactions():
+    h = TxnHarness()
+    r = h.init("t")
+    pid, epoch = r["producer_id"], r["producer_epoch"]
+    h.add("t", pid, epoch, ("a", 0))
+    h.end("t", pid, epoch, commit=True)
+    partition = h.coord.partition_for("t")
+    h.markers.clear()  # the old coordinator died before writing them
+    h.run(h.coord.unload(partition, h.now))
+    assert "t" not in h.coord.txns
+    h.load(partition, epoch=6)
+    [marker] = h.markers
+    assert marker.commit and marker.coordinator_epoch == 6 and marker.partitions == (("a", 0),)
+    h.deliver_markers()
+    assert h.state() is S.COMPLETE_COMMIT
+
+
+def test_requests_for_partitions_not_served_or_loading():
+    h = TxnHarness(partitions=[])
+    assert h.init("t")["error_code"] == E.NOT_COORDINATOR
+    h.coord.begin_loading(h.coord.partition_for("t"), 1)
+    assert h.init("t")["error_code"] == E.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def test_describe_and_list_show_the_state_by_kafka_names():
+    h = TxnHarness()
+    r = h.init("t")
+    h.add("t", r["producer_id"], r["producer_epoch"], ("a", 1), ("b", 0))
+    h.init("u")
+    reply = h.call("describe", ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=["t", "x"])
+    t, x = reply["transaction_states"]
+    assert t["transaction_state"] == "Ongoing"
+    assert t["topics"] == [{"topic": "a", "partitions": [1]}, {"topic": "b", "partitions": [0]}]
+    assert x["error_code"] == E.TRANSACTIONAL_ID_NOT_FOUND
+    listed = h.call(
+        "list_transactions",
+        ApiKey.LIST_TRANSACTIONS,
+        1,
+        state_filters=["Ongoing", "Nonsense"],
+        producer_id_filters=[],
+        duration_filter=-1,
+    )
+    assert [s["transactional_id"] for s in listed["transaction_states"]] == ["t"]
+    assert listed["unknown_state_filters"] == ["Nonsense"]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_log_values_round_trip(version):
+    from coordinator.txn_records import TxnLogValue, encode_value
+
+    value = TxnLogValue(
+        producer_id=7,
+        producer_epoch=3,
+        transaction_timeout_ms=1000,
+        state=S.ONGOING,
+        partitions=frozenset({("a", 0), ("a", 2), ("b", 1)}),
+        last_update_timestamp_ms=5,
+        start_timestamp_ms=4,
+        client_transaction_version=2 if version else 0,
+    )
+    encoded = encode_value(value)
+    assert encoded[:2] == bytes([0, version])
+    assert decode_value(encoded) == value

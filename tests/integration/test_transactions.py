@@ -1,0 +1,189 @@
+"""Transactions with a real client (confluent-kafka / librdkafka) against a real
+Gregor: commit, abort, zombie fencing, the coordinator's timeout, and a broker
+that dies in the middle of a transaction.
+
+What a user relies on: a read_committed consumer sees every committed record
+once and in order and never an aborted one; a producer replaced by another
+with the same transactional id can no longer write; nothing stays blocked
+when a producer or the broker disappears mid-transaction.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from tests.support.clients import TIMEOUT
+from tests.support.gregor import assert_no_traceback
+from tests.support.topics import create_topic, unique_name
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def producer(bootstrap: str, txn_id: str, **conf) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **conf})
+    p.init_transactions(TIMEOUT)
+    return p
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list:
+    """Values read from the start of every partition until `expect` records
+    came (or, for expect 0, until the consumer reached the end it may read)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": uuid.uuid4().hex,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(msg.partition())
+                    if len(at_end) == partitions and len(got) >= expect:
+                        return got
+                    continue
+                raise KafkaException(msg.error())
+            at_end.discard(msg.partition())
+            got.append((msg.partition(), msg.offset(), msg.value()))
+        raise AssertionError(f"read {len(got)} of {expect} records: {got}")
+    finally:
+        consumer.close()
+
+
+def values(records) -> list[bytes]:
+    return [v for _, _, v in sorted(records)]
+
+
+def test_committed_records_are_read_once_and_aborted_ones_never(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=2)
+    p = producer(gregor.bootstrap, "txn-" + topic)
+    for round_ in range(3):
+        p.begin_transaction()
+        for i in range(10):
+            p.produce(topic, value=b"c%d-%d" % (round_, i), partition=i % 2)
+        p.commit_transaction(TIMEOUT)
+        p.begin_transaction()
+        for i in range(4):
+            p.produce(topic, value=b"a%d-%d" % (round_, i), partition=i % 2)
+        p.flush(TIMEOUT)  # written to the log, then aborted
+        p.abort_transaction(TIMEOUT)
+    committed = read_all(gregor.bootstrap, topic, 2, "read_committed", 30)
+    assert sorted(values(committed)) == sorted(
+        b"c%d-%d" % (r, i) for r in range(3) for i in range(10)
+    )
+    for part in (0, 1):
+        in_order = [v for p_, _, v in sorted(committed) if p_ == part]
+        assert in_order == sorted(in_order, key=lambda v: (v[1], int(v.split(b"-")[1])))
+    everything = read_all(gregor.bootstrap, topic, 2, "read_uncommitted", 42)
+    assert len(everything) == 42  # the aborted records are in the log, markers are not shown
+    assert {v for v in values(everything) if v.startswith(b"a")} == {
+        b"a%d-%d" % (r, i) for r in range(3) for i in range(4)
+    }
+    assert_no_traceback(gregor)
+
+
+def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    p = producer(gregor.bootstrap, "txn-" + topic)
+    p.begin_transaction()
+    p.produce(topic, value=b"first")
+    p.commit_transaction(TIMEOUT)
+    p.begin_transaction()
+    p.produce(topic, value=b"open")
+    p.flush(TIMEOUT)
+    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"first"]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": gregor.bootstrap,
+            "group.id": "g",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        # The last stable offset: the open transaction's first record (offset 2,
+        # after "first" and its marker).
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT)
+        assert (low, high) == (0, 2)
+    finally:
+        consumer.close()
+    p.commit_transaction(TIMEOUT)
+    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 2)) == [
+        b"first",
+        b"open",
+    ]
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    txn_id = "txn-" + topic
+    zombie = producer(gregor.bootstrap, txn_id)
+    zombie.begin_transaction()
+    zombie.produce(topic, value=b"zombie")
+    zombie.flush(TIMEOUT)
+    successor = producer(gregor.bootstrap, txn_id)  # aborts the zombie's transaction
+    successor.begin_transaction()
+    successor.produce(topic, value=b"successor")
+    successor.commit_transaction(TIMEOUT)
+    with pytest.raises(KafkaException) as raised:
+        zombie.produce(topic, value=b"late")
+        zombie.commit_transaction(TIMEOUT)
+    error = raised.value.args[0]
+    assert error.fatal() or error.txn_requires_abort(), error
+    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"successor"]
+
+
+def test_the_coordinator_aborts_a_transaction_past_its_timeout(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    p = producer(gregor.bootstrap, "txn-" + topic, **{"transaction.timeout.ms": 1500})
+    p.begin_transaction()
+    p.produce(topic, value=b"stalled")
+    p.flush(TIMEOUT)
+    # Nothing commits it: the coordinator aborts it, and read_committed
+    # readers are no longer held at it.
+    later = producer(gregor.bootstrap, "other-" + topic)
+    later.begin_transaction()
+    later.produce(topic, value=b"after")
+    later.commit_transaction(TIMEOUT)
+    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"after"]
+    with pytest.raises(KafkaException):
+        p.commit_transaction(TIMEOUT)
+
+
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_a_broker_restart_mid_transaction_leaves_nothing_open(gregor, how):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=2)
+    txn_id = "txn-" + topic
+    p = producer(gregor.bootstrap, txn_id)
+    p.begin_transaction()
+    p.produce(topic, value=b"committed", partition=0)
+    p.commit_transaction(TIMEOUT)
+    p.begin_transaction()
+    for i in range(2):
+        p.produce(topic, value=b"open", partition=i)
+    p.flush(TIMEOUT)
+    gregor.kill() if how == "kill" else gregor.stop()
+    gregor.start()
+    # The producer's successor (its application restarted) aborts what was open.
+    successor = producer(gregor.bootstrap, txn_id)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"again", partition=1)
+    successor.commit_transaction(TIMEOUT)
+    assert sorted(values(read_all(gregor.bootstrap, topic, 2, "read_committed", 2))) == [
+        b"again",
+        b"committed",
+    ]
+    assert_no_traceback(gregor)
