@@ -56,6 +56,9 @@ GREGOR_SETTINGS = {
     "default.replication.factor": 3,
     "offsets.topic.replication.factor": 3,
     "offsets.topic.num.partitions": 3,
+    "transaction.state.log.replication.factor": 3,
+    "transaction.state.log.min.isr": 2,
+    "transaction.state.log.num.partitions": 3,
     "min.insync.replicas": 2,
     "group.initial.rebalance.delay.ms": 0,
 }

@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         {
             "default.replication.factor": replication,
             "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": min(2, replication),
             "min.insync.replicas": min(2, replication),
             "zookeeper.session.timeout.ms": 6000,
         },

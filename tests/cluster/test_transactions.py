@@ -1,0 +1,116 @@
+"""Transactions on a three-broker cluster: markers reach partitions led by
+other brokers, and a transaction survives the loss of its coordinator.
+
+`__transaction_state` is replicated (factor 3, min.insync.replicas 2), so the
+coordinator of a transactional id moves with the leadership of its partition:
+the new leader replays the log and carries on with the open transaction.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from tests.cluster.test_failover import TIMEOUT, create, partitions_of, wait_until
+from tests.support.raw import RawClient
+from wire.api_keys import ApiKey
+
+pytestmark = pytest.mark.slow
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, expect: int) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": uuid.uuid4().hex,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[bytes] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(msg.error())
+                at_end.add(msg.partition())
+                if len(at_end) == partitions and len(got) >= expect:
+                    return sorted(got)
+                continue
+            at_end.discard(msg.partition())
+            got.append(msg.value())
+        raise AssertionError(f"read {len(got)} of {expect}: {got}")
+    finally:
+        consumer.close()
+
+
+def transaction_coordinator(cluster, txn_id: str) -> int | None:
+    """The broker coordinating `txn_id`, as a running broker answers; None
+    while there is none (its partition has no leader yet)."""
+    node = next(n for n, broker in cluster.brokers.items() if broker.running)
+    with RawClient(cluster.inbound[node].address) as client:
+        response = client.call(
+            ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn_id]}
+        )
+    [found] = response.coordinators
+    return found.node_id if found.error_code == 0 else None
+
+
+def test_markers_reach_every_leader_and_commits_survive_the_coordinators_death(cluster):
+    topic = "txn-" + uuid.uuid4().hex[:6]
+    create(cluster, topic, partitions=3)
+    leaders = sorted(leader for leader, _, _ in partitions_of(cluster, topic).values())
+    assert leaders == [1, 2, 3]  # one partition on each broker
+    txn_id = "txn-" + topic
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id, "linger.ms": 5}
+    )
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    for i in range(30):
+        producer.produce(topic, value=b"c%d" % i, partition=i % 3)
+    producer.commit_transaction(TIMEOUT)
+    producer.begin_transaction()
+    for i in range(6):
+        producer.produce(topic, value=b"a%d" % i, partition=i % 3)
+    producer.flush(TIMEOUT)
+    producer.abort_transaction(TIMEOUT)
+    expected = sorted(b"c%d" % i for i in range(30))
+    assert read_committed(cluster.bootstrap, topic, 3, 30) == expected
+
+    # A transaction open when its coordinator dies is committed through the next one.
+    producer.begin_transaction()
+    for i in range(30, 60):
+        producer.produce(topic, value=b"c%d" % i, partition=i % 3)
+    producer.flush(TIMEOUT)
+    coordinator = transaction_coordinator(cluster, txn_id)
+    cluster.kill(coordinator)
+    wait_until(
+        lambda: transaction_coordinator(cluster, txn_id) not in (None, coordinator),
+        "another broker coordinating the transactional id",
+    )
+    producer.commit_transaction(TIMEOUT)
+    expected = sorted(b"c%d" % i for i in range(60))
+    assert read_committed(cluster.bootstrap, topic, 3, 60) == expected
+
+    # The broker comes back; a new producer of the id fences the old one and goes on.
+    cluster.restart(coordinator)
+    successor = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id})
+    successor.init_transactions(TIMEOUT)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"last", partition=0)
+    successor.commit_transaction(TIMEOUT)
+    with pytest.raises(KafkaException):
+        producer.begin_transaction()
+        producer.produce(topic, value=b"zombie", partition=1)
+        producer.commit_transaction(TIMEOUT)
+    assert read_committed(cluster.bootstrap, topic, 3, 61) == sorted([*expected, b"last"])
