@@ -82,6 +82,11 @@ def test_isolation_level(spark, bootstrap, history, level):
     checks.check_isolation_level(spark, bootstrap, history, level)
 
 
+@pytest.mark.api("Spark Kafka source", "isolation level", "transactions")
+def test_read_committed_over_transactions(spark, bootstrap):
+    checks.check_read_committed_over_transactions(spark, bootstrap)
+
+
 @pytest.mark.api("Spark Kafka source (stream)", "subscribePattern", "Metadata")
 def test_subscribe_pattern_finds_a_topic_created_later(spark, bootstrap, admin):
     checks.check_subscribe_pattern_finds_new_topic(spark, bootstrap, admin)

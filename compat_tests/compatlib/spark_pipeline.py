@@ -328,6 +328,55 @@ def check_isolation_level(spark, bootstrap: str, history: History, level: str) -
     assert streamed == {d.purchase.order_id for d in history.delivered}
 
 
+def check_read_committed_over_transactions(spark, bootstrap: str) -> None:
+    """Transactional input: read_committed (batch and stream) reads exactly the
+    committed transactions' records, read_uncommitted the aborted ones too; the
+    markers' offsets are gaps Spark's source steps over."""
+    from confluent_kafka import Producer
+
+    topic = unique("spark-txn")
+    topics.ensure_topics(bootstrap, [topic], partitions=2)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    outcome = {"committed-1": True, "aborted": False, "committed-2": True}
+    for name, commit in outcome.items():
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce(topic, value=f"{name}-{i}".encode(), partition=i % 2)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    committed = {f"{n}-{i}" for n, c in outcome.items() if c for i in range(10)}
+    everything = {f"{n}-{i}" for n in outcome for i in range(10)}
+    for level, want in (("read_committed", committed), ("read_uncommitted", everything)):
+        options = {"kafka.isolation.level": level}
+        df = replay.read_offsets(spark, bootstrap, topic, {0: -2, 1: -2}, None, options)
+        got = [r.value.decode() for r in df.select("value").collect()]
+        assert sorted(got) == sorted(want), level
+    query_name = re.sub(r"\W", "_", unique("txn_stream"))
+    stream = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("kafka.isolation.level", "read_committed")
+        .load()
+    )
+    query = (
+        stream.selectExpr("CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName(query_name)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(DEADLINE)
+    assert query.exception() is None
+    streamed = [r.value for r in spark.table(query_name).collect()]
+    assert sorted(streamed) == sorted(committed)
+
+
 # --- the Kafka source's options --------------------------------------------------------------
 
 

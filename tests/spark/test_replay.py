@@ -27,8 +27,10 @@ def test_between_timestamps_per_partition(spark, bootstrap, history):
     checks.check_replay_between_timestamps_per_partition(spark, bootstrap, history)
 
 
-# read_committed over transactional input waits for Gregor's transactions; until
-# then both levels must read every (non-transactional) record.
 @pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
 def test_isolation_level_reads_everything(spark, bootstrap, history, level):
     checks.check_isolation_level(spark, bootstrap, history, level)
+
+
+def test_read_committed_over_transactions(spark, bootstrap):
+    checks.check_read_committed_over_transactions(spark, bootstrap)

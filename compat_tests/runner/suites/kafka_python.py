@@ -35,7 +35,8 @@ KAFKA_PYTHON_FILES = [
     "test_consumer_integration.py",
     "test_admin_integration.py",
 ]
-KAFKA_PYTHON_DESELECT = "not transactional"
+# test_transactional_producer_offsets waits forever on Kafka 4.3.1 too (see NOT_RUN).
+KAFKA_PYTHON_DESELECT = "not test_transactional_producer_offsets"
 
 # Why tests of the suite fail on the compat run's Apache Kafka too.
 FAILS_ON_KAFKA = {
@@ -47,9 +48,9 @@ FAILS_ON_KAFKA = {
 
 NOT_RUN = [
     (
-        "kafka-python/test_producer_integration.py::test_transactional_*",
-        "transactions: Gregor does not serve them yet (test_transactional_producer_offsets "
-        "also hangs on Kafka 4.3.1)",
+        "kafka-python/test_producer_integration.py::test_transactional_producer_offsets",
+        "it hangs on Kafka 4.3.1 (kafka-python's send_offsets_to_transaction against a broker "
+        "of transactions v2)",
     ),
     (
         "kafka-python/test_sasl_integration.py, test_ssl_integration.py",
