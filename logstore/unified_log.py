@@ -74,6 +74,7 @@ from logstore.producer_state import (
     AppendOrigin,
     CompletedTxn,
     Duplicate,
+    ProducerEntry,
     ProducerStateManager,
     TxnMarker,
 )
@@ -321,6 +322,10 @@ class UnifiedLog:
         """The offset below which every in-sync replica has the data; always
         within [log start offset, log end offset]."""
         return self._high_watermark
+
+    def active_producers(self) -> list[ProducerEntry]:
+        """A copy of every producer the log tracks (DescribeProducers)."""
+        return [entry.copy() for entry in self.producers.producers.values()]
 
     @property
     def first_unstable_offset(self) -> int | None:

@@ -56,5 +56,5 @@ def build_handlers(
         FindCoordinatorHandler(groups, txns, metadata),
         GroupsHandler(groups, metadata),
         ProducerIdsHandler(producer_ids, txns),
-        TransactionsHandler(txns, groups, metadata, markers),
+        TransactionsHandler(txns, groups, metadata, markers, replicas),
     ]

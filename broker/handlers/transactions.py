@@ -1,7 +1,8 @@
 """The transaction APIs: the coordinator's (AddPartitionsToTxn, AddOffsetsToTxn,
 EndTxn, DescribeTransactions, ListTransactions, served by the transaction
 coordinator in broker/txn_runtime.py) and the partition leader's
-(WriteTxnMarkers, from a coordinator).
+(WriteTxnMarkers, from a coordinator; DescribeProducers, what
+`kafka-transactions.sh describe-producers`, `find-hanging` and `abort` read).
 
 InitProducerId with a transactional id is in handlers/producer_ids.py, and
 TxnOffsetCommit with the group APIs. Versions: transactions v1 (AddPartitionsToTxn
@@ -13,10 +14,12 @@ from __future__ import annotations
 from broker.group_runtime import GroupRuntime
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
+from broker.replica_manager import ReplicaManager
 from broker.request_context import RequestContext
 from broker.txn_markers import Marker, MarkerWriter
 from broker.txn_runtime import TransactionRuntime
 from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 
 class TransactionsHandler:
@@ -26,7 +29,9 @@ class TransactionsHandler:
         groups: GroupRuntime,
         metadata: MetadataCache,
         markers: MarkerWriter,
+        replicas: ReplicaManager,
     ):
+        self.replicas = replicas
         self.txns = txns
         self.groups = groups
         self.metadata = metadata
@@ -102,3 +107,36 @@ class TransactionsHandler:
                 }
             )
         return {"markers": answers}
+
+    @handles(ApiKey.DESCRIBE_PRODUCERS, "0")
+    async def describe_producers(self, ctx: RequestContext, request):
+        image = self.metadata.image
+        topics = []
+        for t in request.topics:
+            topic = image.topic(t.name)
+            partitions = []
+            for index in t.partition_indexes:
+                entry = {"partition_index": index, "error_message": None, "active_producers": []}
+                partition, error = (
+                    (None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    if topic is None or index not in topic.partitions
+                    else self.replicas.leader_partition(topic, index)
+                )
+                if partition is None:
+                    entry["error_code"] = error or ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else:
+                    entry["error_code"] = ErrorCode.NONE
+                    entry["active_producers"] = [
+                        {
+                            "producer_id": p.producer_id,
+                            "producer_epoch": p.producer_epoch,
+                            "last_sequence": p.last_seq,
+                            "last_timestamp": p.last_timestamp,
+                            "coordinator_epoch": p.coordinator_epoch,
+                            "current_txn_start_offset": p.current_txn_first_offset,
+                        }
+                        for p in partition.log.active_producers()
+                    ]
+                partitions.append(entry)
+            topics.append({"name": t.name, "partitions": partitions})
+        return {"throttle_time_ms": 0, "topics": topics}

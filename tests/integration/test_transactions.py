@@ -16,9 +16,10 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.support.clients import TIMEOUT
+from tests.support.clients import TIMEOUT, needs_java
 from tests.support.gregor import assert_no_traceback
 from tests.support.topics import create_topic, unique_name
+from tools import kafka_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -187,3 +188,42 @@ def test_a_broker_restart_mid_transaction_leaves_nothing_open(gregor, how):
         b"committed",
     ]
     assert_no_traceback(gregor)
+
+
+def _table(output: str) -> list[dict[str, str]]:
+    """kafka-transactions.sh prints a tab-separated table with a header row."""
+    lines = [line for line in output.splitlines() if "\t" in line]
+    header = [h.strip() for h in lines[0].split("\t")]
+    return [
+        dict(zip(header, (c.strip() for c in line.split("\t")), strict=False)) for line in lines[1:]
+    ]
+
+
+@needs_java
+def test_kafka_transactions_tool_lists_describes_and_shows_producers(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    open_ = producer(gregor.bootstrap, "open-" + topic)
+    open_.begin_transaction()
+    open_.produce(topic, value=b"x")
+    open_.flush(TIMEOUT)
+    done = producer(gregor.bootstrap, "done-" + topic)
+    done.begin_transaction()
+    done.produce(topic, value=b"y")
+    done.commit_transaction(TIMEOUT)
+
+    def tool(*args: str) -> list[dict[str, str]]:
+        out = kafka_cli.run_tool(
+            "kafka-transactions", "--bootstrap-server", gregor.bootstrap, *args, check=True
+        )
+        return _table(out.stdout)
+
+    states = {row["TransactionalId"]: row["TransactionState"] for row in tool("list")}
+    assert states["open-" + topic] == "Ongoing"
+    assert states["done-" + topic] == "CompleteCommit"
+    [described] = tool("describe", "--transactional-id", "open-" + topic)
+    assert described["TopicPartitions"] == f"{topic}-0"
+    assert described["CoordinatorId"] == "1"
+    producers = tool("describe-producers", "--topic", topic, "--partition", "0")
+    starts = sorted(row["CurrentTransactionStartOffset"] for row in producers)
+    assert starts == ["0", "None"]  # the open transaction began at offset 0
+    open_.abort_transaction(TIMEOUT)
