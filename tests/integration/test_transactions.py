@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -227,3 +228,36 @@ def test_kafka_transactions_tool_lists_describes_and_shows_producers(gregor):
     starts = sorted(row["CurrentTransactionStartOffset"] for row in producers)
     assert starts == ["0", "None"]  # the open transaction began at offset 0
     open_.abort_transaction(TIMEOUT)
+
+
+@needs_java
+def test_kafka_dump_log_reads_markers_the_transaction_index_and_the_state_log(gregor):
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    p = producer(gregor.bootstrap, "dump-" + topic)
+    p.begin_transaction()
+    p.produce(topic, value=b"aborted")
+    p.flush(TIMEOUT)
+    p.abort_transaction(TIMEOUT)
+    p.begin_transaction()
+    p.produce(topic, value=b"committed")
+    p.commit_transaction(TIMEOUT)
+    gregor.stop()  # everything flushed, as Kafka's tool reads files
+    data = gregor.data_dir / f"{topic}-0"
+
+    def dump(*files: Path, decoder: str | None = None) -> str:
+        args = ["--files", ",".join(str(f) for f in files), "--print-data-log"]
+        if decoder:
+            args.append(decoder)
+        return kafka_cli.run_tool("kafka-dump-log", *args, check=True).stdout
+
+    out = dump(data / "00000000000000000000.log", data / "00000000000000000000.txnindex")
+    assert "endTxnMarker: ABORT" in out and "endTxnMarker: COMMIT" in out
+    assert "firstOffset: 0 lastOffset: 1 lastStableOffset: 2" in out  # the aborted one
+    state_logs = [
+        d / "00000000000000000000.log"
+        for d in gregor.data_dir.glob("__transaction_state-*")
+        if (d / "00000000000000000000.log").stat().st_size
+    ]
+    out = dump(*state_logs, decoder="--transaction-log-decoder")
+    assert f'"transactionalId":"dump-{topic}"' in out
+    assert '"transactionStatus":4' in out  # CompleteCommit
