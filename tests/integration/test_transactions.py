@@ -261,3 +261,67 @@ def test_kafka_dump_log_reads_markers_the_transaction_index_and_the_state_log(gr
     out = dump(*state_logs, decoder="--transaction-log-decoder")
     assert f'"transactionalId":"dump-{topic}"' in out
     assert '"transactionStatus":4' in out  # CompleteCommit
+
+
+# --- other client families -------------------------------------------------------------
+
+
+def test_kafka_python_and_aiokafka_transactional_producers(gregor):
+    """kafka-python's and aiokafka's own transactional producers: a committed
+    and an aborted transaction each, read back by their read_committed consumers."""
+    import asyncio
+
+    import aiokafka
+    import kafka
+
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    kp = kafka.KafkaProducer(bootstrap_servers=gregor.bootstrap, transactional_id="kp-" + topic)
+    kp.init_transactions()
+    for name, commit in (("kp-aborted", False), ("kp-committed", True)):
+        kp.begin_transaction()
+        kp.send(topic, value=name.encode()).get(TIMEOUT)
+        kp.commit_transaction() if commit else kp.abort_transaction()
+    kp.close()
+
+    async def aio() -> list[bytes]:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=gregor.bootstrap, transactional_id="aio-" + topic
+        )
+        await producer.start()
+        try:
+            for name, commit in (("aio-aborted", False), ("aio-committed", True)):
+                await producer.begin_transaction()
+                await producer.send_and_wait(topic, name.encode())
+                if commit:
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=gregor.bootstrap,
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+        )
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            async with asyncio.timeout(TIMEOUT):
+                while len(got) < 2:
+                    batch = await consumer.getmany(timeout_ms=200)
+                    got += [m.value for msgs in batch.values() for m in msgs]
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(aio()) == [b"kp-committed", b"aio-committed"]
+    consumer = kafka.KafkaConsumer(
+        topic,
+        bootstrap_servers=gregor.bootstrap,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=3000,
+    )
+    assert [m.value for m in consumer] == [b"kp-committed", b"aio-committed"]
+    consumer.close()
