@@ -36,6 +36,8 @@ def txn_config(config: BrokerConfig, partitions: int | None) -> TxnConfig:
     return TxnConfig(
         num_partitions=partitions or config["transaction.state.log.num.partitions"],
         max_timeout_ms=config["transaction.max.timeout.ms"],
+        id_expiration_ms=config["transactional.id.expiration.ms"],
+        id_expiration_check_ms=config["transaction.remove.expired.transaction.cleanup.interval.ms"],
     )
 
 

@@ -64,6 +64,10 @@ MAX_EPOCH = 32766
 class TxnConfig:
     num_partitions: int = 50
     max_timeout_ms: int = 900_000
+    # transactional.id.expiration.ms: an id idle this long (no transaction
+    # open) is forgotten; checked every id_expiration_check_ms.
+    id_expiration_ms: int = 7 * 24 * 60 * 60 * 1000
+    id_expiration_check_ms: int = 60 * 60 * 1000
 
 
 TxnAction = Action
@@ -212,9 +216,11 @@ class TransactionCoordinator:
                 actions += self._abort_timed_out(txn, now_ms)
             elif txn.state is S.ONGOING:
                 self._schedule_timeout(txn)
+        self._schedule_expiry(partition, now_ms)
         return actions
 
     def on_unloaded(self, partition: int, now_ms: int) -> list[TxnAction]:
+        self.runtime.cancel_timer(("expire", partition))
         for txn_id in [t for t, txn in self.txns.items() if txn.partition == partition]:
             self.runtime.cancel_timer(("timeout", txn_id))
             del self.txns[txn_id]
@@ -635,6 +641,46 @@ class TransactionCoordinator:
         self.runtime.schedule(
             ("timeout", txn_id), now_ms + 1000, lambda t: self._timed_out(txn_id, t)
         )
+
+    # --- expiring idle transactional ids ---------------------------------------------------
+
+    def _schedule_expiry(self, partition: int, now_ms: int) -> None:
+        self.runtime.schedule(
+            ("expire", partition),
+            now_ms + self.config.id_expiration_check_ms,
+            lambda t: self._expire_ids(partition, t),
+        )
+
+    def _expire_ids(self, partition: int, now_ms: int) -> list[TxnAction]:
+        """Tombstone the ids of `partition` idle past transactional.id.expiration.ms
+        (Kafka's removeExpiredTransactionalIds): none with a transaction open
+        or a write in flight. They are forgotten once the tombstones are durable."""
+        self._schedule_expiry(partition, now_ms)
+        idle = [
+            txn
+            for txn in self.txns.values()
+            if txn.partition == partition
+            and txn.pending is None
+            and txn.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+            and txn.last_update_ms + self.config.id_expiration_ms <= now_ms
+        ]
+        if not idle:
+            return []
+        for txn in idle:
+            txn.pending = S.DEAD
+        persist = self.runtime.persist(
+            partition, [(encode_key(txn.transactional_id), None) for txn in idle]
+        )
+
+        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+            for txn in idle:
+                txn.pending = None
+                if error == NONE and self.txns.get(txn.transactional_id) is txn:
+                    del self.txns[txn.transactional_id]
+            return []
+
+        self.runtime.then(persist, done)
+        return [persist]
 
     # --- Describe / List ---------------------------------------------------------------------
 

@@ -324,3 +324,26 @@ def test_log_values_round_trip(version):
     encoded = encode_value(value)
     assert encoded[:2] == bytes([0, version])
     assert decode_value(encoded) == value
+
+
+def test_idle_transactional_ids_expire_and_open_ones_do_not():
+    h = TxnHarness()
+    h.coord.config = TxnConfig(PARTITIONS, id_expiration_ms=10_000, id_expiration_check_ms=1_000)
+    for p in range(PARTITIONS):  # the timers follow the new settings from here
+        h.run(h.coord.unload(p, h.now))
+        h.load(p, epoch=5)
+    idle = h.init("idle")
+    busy = h.init("busy")
+    h.add("busy", busy["producer_id"], busy["producer_epoch"], ("a", 0))
+    h.coord.txns["busy"].timeout_ms = 60_000
+    for _ in range(11):
+        h.tick(1_000)
+    assert "idle" not in h.coord.txns and "busy" in h.coord.txns
+    partition = h.coord.partition_for("idle")
+    key, value = h.log[partition][-1]
+    assert (decode_key(key), value) == ("idle", None)
+    # Loading the log again does not bring it back.
+    h.run(h.coord.unload(partition, h.now))
+    h.load(partition, epoch=6)
+    assert "idle" not in h.coord.txns
+    assert h.init("idle")["producer_id"] != idle["producer_id"]
