@@ -46,6 +46,7 @@ from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicManager
 from broker.txn_markers import MarkerSender, MarkerWriter
 from broker.txn_runtime import TransactionRuntime
+from broker.txn_verifier import TxnVerifier
 
 log = logging.getLogger("gregor.broker")
 
@@ -159,6 +160,12 @@ class Broker:
                 producer_ids=ProducerIdManager(self.controller, self.node_id),
                 txns=self.txns,
                 markers=self.markers,
+                verifier=TxnVerifier(
+                    self.node_id,
+                    self.txns,
+                    lambda: self.metadata.image,
+                    config.inter_broker_listener_name,
+                ),
             )
         )
         self.limits = ConnectionLimits(

@@ -437,16 +437,25 @@ class TransactionCoordinator:
             return all_error(error)
         assert txn is not None
         if verify_only:
-            if txn.pending is not None or txn.state.is_prepare:
-                return all_error(E.CONCURRENT_TRANSACTIONS)
-            ongoing = txn.state is S.ONGOING
-            reply = answer(
-                results(
-                    lambda tp: NONE if ongoing and tp in txn.partitions else E.INVALID_TXN_STATE
-                )
-            )
+            verified = self.verify(txn_id, producer_id, epoch, tps)
+            reply = answer(results(lambda tp: verified[tp]))
             return [] if reply is None else [reply]
         return self._add(txn, tps, now_ms, all_error)
+
+    def verify(
+        self, txn_id: str, producer_id: int, epoch: int, tps: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Whether each partition is in the producer's open transaction (Kafka's
+        handleVerifyPartitionsInTransaction): a partition leader asks before it
+        appends a producer's first transactional batch, so a batch that arrives
+        after its transaction ended (a produce delayed past an abort) cannot
+        open a transaction no coordinator will ever close."""
+        error, txn = self._check_producer(txn_id, producer_id, epoch)
+        if error is None and txn is not None and txn.state.is_prepare:
+            error = E.CONCURRENT_TRANSACTIONS
+        if error is not None or txn is None:
+            return dict.fromkeys(tps, error or E.INVALID_TXN_STATE)
+        return {tp: NONE if tp in txn.partitions else E.INVALID_TXN_STATE for tp in tps}
 
     def add_offsets(
         self, ctx: RequestContext, req, now_ms: int, offsets_partition: int

@@ -323,6 +323,10 @@ class UnifiedLog:
         within [log start offset, log end offset]."""
         return self._high_watermark
 
+    def producer_entry(self, producer_id: int) -> ProducerEntry | None:
+        """The state of one producer, as it is now (each append replaces it)."""
+        return self.producers.producers.get(producer_id)
+
     def active_producers(self) -> list[ProducerEntry]:
         """A copy of every producer the log tracks (DescribeProducers)."""
         return [entry.copy() for entry in self.producers.producers.values()]

@@ -39,13 +39,14 @@ def build_handlers(
     producer_ids,
     txns,
     markers,
+    verifier,
 ) -> list[object]:
     return [
         ApiVersionsHandler(),
         MetadataHandler(metadata, replicas, topics, config),
         DescribeClusterHandler(metadata),
         DescribeTopicPartitionsHandler(metadata, replicas),
-        ProduceHandler(metadata, replicas, topic_configs),
+        ProduceHandler(metadata, replicas, topic_configs, verifier),
         FetchHandler(metadata, replicas, config["replica.selector.class"]),
         OffsetsHandler(metadata, replicas),
         TopicAdminHandler(metadata, topics, config),

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from broker.connection import CloseConnection
 from broker.metadata.publisher import MetadataCache
-from broker.partition import PartitionError
+from broker.partition import Partition, PartitionError
 from broker.registry import handles
 from broker.replica_manager import ReplicaManager
 from broker.request_context import RequestContext
 from broker.topic_configs import EffectiveTopicConfigs
+from broker.txn_verifier import TxnVerifier
 from logstore import InvalidProducerEpoch, LogError, OutOfOrderSequence
 from logstore.log_validator import (
     RecordsError,
@@ -35,6 +37,7 @@ from logstore.log_validator import (
 )
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.records import read_batch_header
 
 log = logging.getLogger("gregor.produce")
 
@@ -80,10 +83,12 @@ class ProduceHandler:
         metadata: MetadataCache,
         replicas: ReplicaManager,
         topic_configs: EffectiveTopicConfigs,
+        verifier: TxnVerifier,
     ):
         self.metadata = metadata
         self.replicas = replicas
         self.topic_configs = topic_configs
+        self.verifier = verifier
 
     @handles(ApiKey.PRODUCE, "0-11", error_response)
     async def produce(self, ctx: RequestContext, request):
@@ -101,6 +106,7 @@ class ProduceHandler:
         if transactional and request.transactional_id is None:
             return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         image = self.metadata.image
+        guards = await self._verify(request) if transactional else {}
         now = time.time_ns() // 1_000_000
         responses = []
         waits = []  # (partition, offset the high watermark must reach, its response)
@@ -108,7 +114,8 @@ class ProduceHandler:
             topic = image.topic(topic_data.name)
             results = []
             for pdata in topic_data.partition_data:
-                result, wait = self._append(ctx, topic, topic_data.name, pdata, now, acks)
+                guard = guards.get((topic_data.name, pdata.index))
+                result, wait = self._append(ctx, topic, topic_data.name, pdata, now, acks, guard)
                 results.append(result)
                 if wait is not None:
                     await _flush_if_due(wait[0], result)
@@ -130,7 +137,38 @@ class ProduceHandler:
                     result.update(error_code=error, base_offset=-1)
         return {"responses": responses, "throttle_time_ms": 0}
 
-    def _append(self, ctx, topic, name, pdata, now, acks):
+    async def _verify(self, request) -> dict[tuple[str, int], _Guard]:
+        """Ask the transaction coordinator about the partitions where this
+        request's transactional batch would open the producer's transaction
+        (txn_verifier.py); a guard per partition asked about."""
+        asked: dict[tuple[str, int], tuple[Partition, object]] = {}
+        producer = None
+        for t in request.topic_data:
+            for p in t.partition_data:
+                partition = self.replicas.get(t.name, p.index)
+                if partition is None or not partition.is_leader:
+                    continue  # answered by the usual checks
+                try:
+                    if not first_batch_is_transactional(p.records):
+                        continue
+                except RecordsError:
+                    continue
+                header = read_batch_header(p.records, 0)
+                producer = (header.producer_id, header.producer_epoch)
+                entry = partition.log.producer_entry(header.producer_id)
+                if _opens_transaction(entry, header.producer_epoch):
+                    asked[(t.name, p.index)] = (partition, entry)
+        if not asked or producer is None:
+            return {}
+        outcome = await self.verifier.verify(request.transactional_id, *producer, list(asked))
+        return {
+            tp: _Guard(
+                producer[0], producer[1], entry, _VERIFY_ERRORS.get(outcome[tp], outcome[tp])
+            )
+            for tp, (_, entry) in asked.items()
+        }
+
+    def _append(self, ctx, topic, name, pdata, now, acks, guard=None):
         """(partition response, wait) for one partition, its checks in Kafka's order."""
         index = pdata.index
         if topic is None or index not in topic.partitions:
@@ -171,6 +209,10 @@ class ProduceHandler:
                     index, e.code, e.message, record_errors=e.record_errors
                 ), None
             return _failed(partition, index, e.code, e.message, e.record_errors), None
+        if guard is not None:
+            refused = guard.refusal(partition)
+            if refused is not None:
+                return _failed(partition, index, refused), None
         try:
             info = partition.append_as_leader(records, acks)
         except PartitionError as e:
@@ -192,6 +234,44 @@ class ProduceHandler:
             ),
             (partition, info.next_offset),
         )
+
+
+# What a producer is told when the coordinator could not answer: retriable
+# errors become NOT_ENOUGH_REPLICAS, which every producer retries (as Kafka does).
+_VERIFY_ERRORS = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+}
+
+
+def _opens_transaction(entry, epoch: int) -> bool:
+    """Whether a transactional batch at `epoch` would open its producer's
+    transaction in this partition (then the coordinator must agree first)."""
+    return entry is None or entry.current_txn_first_offset < 0 or entry.producer_epoch != epoch
+
+
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    """The coordinator's answer for one partition, and the producer's state it
+    was given for: if a marker (or anything else) changed that state while
+    the coordinator was asked, the answer no longer holds (Kafka's
+    verification guard)."""
+
+    producer_id: int
+    epoch: int
+    entry: object
+    error: ErrorCode
+
+    def refusal(self, partition: Partition) -> ErrorCode | None:
+        if self.error != ErrorCode.NONE:
+            return self.error
+        entry = partition.log.producer_entry(self.producer_id)
+        if entry is not self.entry and _opens_transaction(entry, self.epoch):
+            return ErrorCode.INVALID_TXN_STATE
+        return None
 
 
 def _whole_request_error(request, code, message=None):

@@ -21,6 +21,8 @@ from tests.support.clients import TIMEOUT, needs_java
 from tests.support.gregor import assert_no_traceback
 from tests.support.topics import create_topic, unique_name
 from tools import kafka_cli
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -325,3 +327,90 @@ def test_kafka_python_and_aiokafka_transactional_producers(gregor):
     )
     assert [m.value for m in consumer] == [b"kp-committed", b"aio-committed"]
     consumer.close()
+
+
+# --- partition verification (KIP-890 part 1) ---------------------------------------------
+
+
+def test_a_transactional_batch_needs_its_partition_in_the_transaction(gregor):
+    """A batch for a partition the coordinator never added, or one arriving
+    after its transaction ended (a produce delayed past an abort), is refused:
+    it would open a transaction nothing ever closes, and read_committed
+    consumers would wait behind it forever."""
+    from tests.support import raw
+    from wire.records import RecordInput, build_batch
+
+    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
+    txn_id = "raw-" + topic
+
+    def txn_batch(pid: int, epoch: int, seq: int) -> bytes:
+        now = int(time.time() * 1000)
+        return build_batch(
+            [RecordInput(None, b"v", timestamp=now)],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+
+    with raw.RawClient(gregor.bootstrap) as client:
+
+        def call(api_key, version, **body):
+            return client.call(api_key, version, body)
+
+        while True:  # the coordinator's partition loads after the first FindCoordinator
+            call(ApiKey.FIND_COORDINATOR, 1, key=txn_id, key_type=1)
+            init = call(
+                ApiKey.INIT_PRODUCER_ID,
+                3,
+                transactional_id=txn_id,
+                transaction_timeout_ms=60000,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+            if init.error_code == 0:
+                break
+            assert init.error_code in (14, 15), init  # loading, not available yet
+            time.sleep(0.1)
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def produce(seq: int) -> int:
+            body = raw.produce_body(topic, txn_batch(pid, epoch, seq))
+            body["transactional_id"] = txn_id
+            response = client.call(ApiKey.PRODUCE, 9, body)
+            return response.responses[0].partition_responses[0].error_code
+
+        assert produce(0) == ErrorCode.INVALID_TXN_STATE  # never added
+        added = call(
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            3,
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[{"name": topic, "partitions": [0]}],
+        )
+        assert (
+            added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        )
+        assert produce(0) == ErrorCode.NONE
+        ended = call(
+            ApiKey.END_TXN,
+            3,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            committed=False,
+        )
+        assert ended.error_code == 0
+        deadline = time.monotonic() + TIMEOUT
+        while (
+            call(ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[txn_id])
+            .transaction_states[0]
+            .transaction_state
+            != "CompleteAbort"
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # The producer's next batch, delayed past the abort: refused.
+        assert produce(1) == ErrorCode.INVALID_TXN_STATE
+    assert read_all(gregor.bootstrap, topic, 1, "read_committed", 0) == []
