@@ -39,7 +39,7 @@ from broker.partition import PartitionError
 from broker.replica_manager import ReplicaManager
 from broker.request_context import RequestContext as BrokerRequestContext
 from coordinator import Persist, Reply, RequestContext
-from logstore import LogError
+from logstore import AppendOrigin, LogError
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.records import RecordInput, build_batch, iter_batches, iter_records
@@ -269,6 +269,9 @@ class CoordinatorDriver:
             compression=self.compression,
         )
 
+    def _append_origin(self, action: Persist) -> AppendOrigin:
+        return AppendOrigin.CLIENT
+
     def _persist(self, action: Persist) -> list:
         partition = self.replicas.get(self.topic, action.partition)
         if partition is None or not partition.is_leader:
@@ -278,7 +281,9 @@ class CoordinatorDriver:
         batch = self._build_batch(action, now_ms())
         try:
             # acks=all, as Kafka's coordinators write: min.insync.replicas applies.
-            info = partition.append_as_leader(bytearray(batch), required_acks=-1)
+            info = partition.append_as_leader(
+                bytearray(batch), required_acks=-1, origin=self._append_origin(action)
+            )
         except PartitionError as e:
             return self.coordinator.persisted(action.write_id, now_ms(), e.code)
         except LogError as e:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import trio
 
 from broker.metadata.image import NO_LEADER, PartitionRegistration
-from logstore import AbortedTxn, AppendInfo, ReadResult, UnifiedLog
+from logstore import AbortedTxn, AppendInfo, AppendOrigin, ReadResult, UnifiedLog
 from logstore.errors import LogStorageError
 from wire.error_codes import ErrorCode
 
@@ -229,7 +229,9 @@ class Partition:
 
     # --- appends ----------------------------------------------------------------------
 
-    def append_as_leader(self, records, required_acks: int = 1) -> AppendInfo:
+    def append_as_leader(
+        self, records, required_acks: int = 1, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> AppendInfo:
         """Append validated batches under the current epoch (offsets are
         assigned by the log). NOT_ENOUGH_REPLICAS, before anything is written,
         for acks=all when the ISR is smaller than the effective min ISR; the
@@ -243,7 +245,7 @@ class Partition:
                 f"min.isr requirement of {self.effective_min_isr} for partition "
                 f"{self.topic}-{self.index}",
             )
-        info = self.log.append(records, self.leader_epoch)
+        info = self.log.append(records, self.leader_epoch, origin=origin)
         if not info.duplicate:
             self.maybe_increment_high_watermark()
             self.notify()

@@ -10,7 +10,8 @@ them out:
   SyncGroup when the leader's assignment is stored.
 - `Persist(write_id, partition, records)`: append `records` to partition
   `partition` of the coordinator's topic (`__consumer_offsets` for groups),
-  as one batch, in order, then report the outcome with the coordinator's
+  as one batch, in order (a transactional batch of `producer_id` when it is
+  set), then report the outcome with the coordinator's
   `persisted(write_id, now_ms, error)`.
 - `SendMarkers(...)` (the transaction coordinator only): write a transaction's
   markers to its partitions, then report `markers_written`.
@@ -48,6 +49,14 @@ class Persist:
     write_id: int
     partition: int
     records: tuple[Record, ...]
+    # A transactional batch of this producer (TxnOffsetCommit), or -1: the
+    # records count only once the transaction's COMMIT marker follows them.
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    @property
+    def transactional(self) -> bool:
+        return self.producer_id >= 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ class GroupCoordinator:
             ApiKey.HEARTBEAT: self._membership.heartbeat,
             ApiKey.LEAVE_GROUP: self._membership.leave_group,
             ApiKey.OFFSET_COMMIT: self._offsets.offset_commit,
+            ApiKey.TXN_OFFSET_COMMIT: self._offsets.txn_offset_commit,
             ApiKey.OFFSET_FETCH: self._offsets.offset_fetch,
             ApiKey.OFFSET_DELETE: self._offsets.offset_delete,
             ApiKey.DESCRIBE_GROUPS: self._admin.describe_groups,
@@ -142,7 +143,7 @@ class GroupCoordinator:
     # --- CoordinatorShard: called by the runtime, not by the broker ---------------
 
     def replay_records(self, partition: int, records: Iterable, now_ms: int) -> None:
-        replay_records(records, self._membership, self._offsets, now_ms)
+        replay_records(partition, records, self._membership, self._offsets, now_ms)
 
     def on_loaded(self, partition: int, now_ms: int) -> list[Action]:
         actions = self._membership.on_loaded(partition, now_ms)
@@ -185,6 +186,18 @@ class GroupCoordinator:
 
     def offset_delete(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         return self._offsets.offset_delete(ctx, req, now_ms)
+
+    def txn_offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        return self._offsets.txn_offset_commit(ctx, req, now_ms)
+
+    def complete_transaction(
+        self, partition: int, producer_id: int, commit: bool, now_ms: int
+    ) -> list[Action]:
+        """The COMMIT (or ABORT) marker of `producer_id` is written to
+        `partition`: its pending offsets there become committed (or go)."""
+        if self._runtime.is_active(partition):
+            self._offsets.end_transaction(partition, producer_id, commit, now_ms)
+        return []
 
     def describe_groups(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         return self._admin.describe_groups(ctx, req, now_ms)

@@ -66,6 +66,18 @@ class Offsets:
         # The value a commit made durable just before a pending tombstone of the
         # same partition: what the log holds if that tombstone fails.
         self._shadowed: dict[tuple[str, str, int], OffsetAndMetadata] = {}
+        # Transactional offsets (TxnOffsetCommit) written but not yet committed
+        # by their transaction's marker: producer id -> group -> partition ->
+        # (offset, position). Positions order offsets as the log does, so a
+        # plain commit written after a transactional one wins over it when the
+        # transaction commits (Kafka compares the records' log offsets).
+        self._pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple]]] = {}
+        self._positions: dict[tuple[str, tuple[str, int]], int] = {}
+        self._last_position = 0
+
+    def _next_position(self) -> int:
+        self._last_position += 1
+        return self._last_position
 
     # --- the committed offsets ------------------------------------------------
 
@@ -75,14 +87,57 @@ class Offsets:
     def set_committed(self, group_id: str, tp: tuple[str, int], oam: OffsetAndMetadata) -> None:
         """An offset read from the log."""
         self._offsets.setdefault(group_id, {})[tp] = oam
+        self._positions[(group_id, tp)] = self._next_position()
 
     def remove_committed(self, group_id: str, tp: tuple[str, int]) -> None:
         """An offset tombstone read from the log."""
         offsets = self._offsets.get(group_id)
+        self._positions.pop((group_id, tp), None)
         if offsets is not None:
             offsets.pop(tp, None)
             if not offsets:
                 del self._offsets[group_id]
+
+    # --- transactional offsets ------------------------------------------------
+
+    def add_pending(
+        self,
+        producer_id: int,
+        group_id: str,
+        tp: tuple[str, int],
+        oam: OffsetAndMetadata,
+        position: int | None = None,
+    ) -> None:
+        """A transactional offset read from the log (or written, at `position`):
+        pending until its transaction ends."""
+        groups = self._pending_txn.setdefault(producer_id, {})
+        at = self._next_position() if position is None else position
+        groups.setdefault(group_id, {})[tp] = (oam, at)
+
+    def has_pending(self, group_id: str, tp: tuple[str, int]) -> bool:
+        return any(tp in groups.get(group_id, {}) for groups in self._pending_txn.values())
+
+    def end_transaction(self, partition: int, producer_id: int, commit: bool, now_ms: int) -> None:
+        """`producer_id`'s transaction ended in `partition` of __consumer_offsets:
+        its offsets for the groups of that partition become committed
+        (COMMIT) or are dropped (ABORT)."""
+        groups = self._pending_txn.get(producer_id)
+        if not groups:
+            return
+        partition_for = self._membership.partition_for
+        for group_id in [g for g in groups if partition_for(g) == partition]:
+            pending = groups.pop(group_id)
+            if not commit:
+                continue
+            for tp, (oam, position) in pending.items():
+                if self._positions.get((group_id, tp), 0) > position:
+                    continue  # a plain commit written after it wins
+                if self._membership.group(group_id) is None:
+                    self._membership.create_group(group_id, now_ms)
+                self._offsets.setdefault(group_id, {})[tp] = oam
+                self._positions[(group_id, tp)] = position
+        if not groups:
+            del self._pending_txn[producer_id]
 
     def known_partitions(self, group_id: str) -> list[tuple[str, int]]:
         """The partitions the group has an offset for, committed or in flight."""
@@ -110,6 +165,13 @@ class Offsets:
             del self._tombstoned[key]
         for key in [k for k in self._shadowed if partition_for(k[0]) == partition]:
             del self._shadowed[key]
+        for position_key in [k for k in self._positions if partition_for(k[0]) == partition]:
+            del self._positions[position_key]
+        for pid, groups in list(self._pending_txn.items()):
+            for gid in [g for g in groups if partition_for(g) == partition]:
+                del groups[gid]
+            if not groups:
+                del self._pending_txn[pid]
         if not self._runtime.has_partitions():
             self._runtime.cancel_timer((_EXPIRE,))
 
@@ -118,8 +180,16 @@ class Offsets:
     # =========================================================================
 
     def _validate_offset_commit(
-        self, group: Group, member_id: str, instance_id: str | None, generation: int
+        self,
+        group: Group,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        transactional: bool = False,
     ) -> ErrorCode | None:
+        """Kafka's ClassicGroup.validateOffsetCommit. A transactional commit
+        without member and generation (a producer that is not a member, or a
+        client before KIP-447) is taken whatever the group's state."""
         if group.state is S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and group.state is S.EMPTY:
@@ -131,10 +201,10 @@ class Offsets:
                 return err
             if generation != group.generation:
                 return E.ILLEGAL_GENERATION
-        elif group.state is not S.EMPTY:
+        elif group.state is not S.EMPTY and not transactional:
             # Without member id and generation, only an empty group takes commits.
             return E.UNKNOWN_MEMBER_ID
-        if group.state is S.COMPLETING_REBALANCE:
+        if group.state is S.COMPLETING_REBALANCE and not transactional:
             # A member of the new generation that has not synced yet.
             return E.REBALANCE_IN_PROGRESS
         return None
@@ -226,6 +296,7 @@ class Offsets:
         if not records:
             return [reply()]
         persist = self._runtime.persist(group.partition, records)
+        position = self._next_position()
         pending = self._pending_commits.setdefault(group_id, {})
         for tp, _ in staged:
             pending[tp] = pending.get(tp, 0) + 1
@@ -254,6 +325,106 @@ class Offsets:
                     if self._membership.group(group_id) is None:
                         self._membership.create_group(group_id, done_ms)
                     self._offsets.setdefault(group_id, {})[(topic, part)] = oam
+                    self._positions[(group_id, (topic, part))] = position
+            return [reply()]
+
+        self._runtime.then(persist, done)
+        return [persist]
+
+    def txn_offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        """TxnOffsetCommit: the offsets go to the log in a transactional batch
+        of the producer and stay pending (invisible to OffsetFetch) until the
+        transaction's marker reaches this partition (`end_transaction`)."""
+        token = ctx.token
+
+        def all_error(code: ErrorCode) -> list[Action]:
+            return [
+                Reply(
+                    token,
+                    R.offset_commit(
+                        (t.name, [(p.partition_index, code) for p in t.partitions])
+                        for t in req.topics
+                    ),
+                )
+            ]
+
+        group_id = req.group_id
+        status = self._membership.status_error(group_id)
+        if status is not None:
+            return all_error(status)
+        generation = req.generation_id if ctx.api_version >= 3 else -1
+        member_id = req.member_id if ctx.api_version >= 3 else ""
+        instance_id = req.group_instance_id if ctx.api_version >= 3 else None
+        group = self._membership.group(group_id)
+        if group is None:
+            if generation >= 0:
+                return all_error(E.ILLEGAL_GENERATION)
+            group = self._membership.create_group(group_id, now_ms)
+        err = self._validate_offset_commit(
+            group, member_id, instance_id, generation, transactional=True
+        )
+        if err is not None:
+            return all_error(err)
+        max_metadata = self.config.offset_metadata_max_bytes
+        results: list[tuple[str, list[list]]] = []
+        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
+        records = []
+        for topic in req.topics:
+            parts: list[list] = []
+            results.append((topic.name, parts))
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and _utf16_len(metadata) > max_metadata:
+                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
+                    continue
+                parts.append([p.partition_index, NONE])
+                oam = OffsetAndMetadata(
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch if ctx.api_version >= 2 else -1,
+                    metadata=metadata or "",
+                    commit_timestamp_ms=now_ms,
+                )
+                staged.append(((topic.name, p.partition_index), oam))
+                records.append(
+                    encode_offset_commit(
+                        OffsetCommitRecord(
+                            group_id,
+                            topic.name,
+                            p.partition_index,
+                            offset=oam.offset,
+                            leader_epoch=oam.leader_epoch,
+                            metadata=oam.metadata,
+                            commit_timestamp=now_ms,
+                        )
+                    )
+                )
+
+        def reply(error: ErrorCode = NONE) -> Reply:
+            return Reply(
+                token,
+                R.offset_commit(
+                    (name, [(pi, error if e == NONE else e) for pi, e in parts])
+                    for name, parts in results
+                ),
+            )
+
+        if not records:
+            return [reply()]
+        persist = self._runtime.persist(
+            group.partition,
+            records,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+        )
+        position = self._next_position()
+        partition = group.partition
+
+        def done(error: ErrorCode, _done_ms: int) -> list[Action]:
+            if error != NONE:
+                return [reply(append_error_to_response_error(error))]
+            if self._runtime.is_active(partition):
+                for tp, oam in staged:
+                    self.add_pending(req.producer_id, group_id, tp, oam, position)
             return [reply()]
 
         self._runtime.then(persist, done)
@@ -265,12 +436,13 @@ class Offsets:
             wanted = [(g.group_id, g.topics) for g in req.groups]
         else:
             wanted = [(req.group_id, req.topics)]
-        # require_stable: UNSTABLE_OFFSET_COMMIT is only for pending transactional
-        # offsets, which this coordinator does not have.
-        groups = [self._fetch_group(gid, topics) for gid, topics in wanted]
+        # require_stable (v7+): a partition with transactional offsets still
+        # pending answers UNSTABLE_OFFSET_COMMIT, which consumers retry.
+        stable = v >= 7 and req.require_stable
+        groups = [self._fetch_group(gid, topics, stable) for gid, topics in wanted]
         return [Reply(ctx.token, R.offset_fetch(v, groups))]
 
-    def _fetch_group(self, group_id: str, topics) -> dict:
+    def _fetch_group(self, group_id: str, topics, require_stable: bool = False) -> dict:
         status = self._membership.status_error(group_id)
         if status is not None:
             # The requested partitions come along so that versions without a
@@ -288,9 +460,11 @@ class Offsets:
         if topics is None:
             by_topic: dict[str, list[dict]] = {}
             for (topic, part), oam in offsets.items():
-                by_topic.setdefault(topic, []).append(
-                    R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
-                )
+                if require_stable and self.has_pending(group_id, (topic, part)):
+                    fetched = R.fetched_partition(part, error=E.UNSTABLE_OFFSET_COMMIT)
+                else:
+                    fetched = R.fetched_partition(part, oam.offset, oam.leader_epoch, oam.metadata)
+                by_topic.setdefault(topic, []).append(fetched)
             return R.fetched_group(
                 group_id, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
             )
@@ -299,7 +473,9 @@ class Offsets:
             parts = []
             for part in topic.partition_indexes:
                 committed = offsets.get((topic.name, part))
-                if committed is None:
+                if require_stable and self.has_pending(group_id, (topic.name, part)):
+                    parts.append(R.fetched_partition(part, error=E.UNSTABLE_OFFSET_COMMIT))
+                elif committed is None:
                     parts.append(R.fetched_partition(part))
                 else:
                     parts.append(

@@ -13,11 +13,17 @@ which hands them to GroupMetadataManager and OffsetMetadataManager):
 Record types other than offset commits and classic group metadata (KIP-848
 consumer groups, share groups...) are skipped; a malformed record raises
 `RecordDecodeError`.
+
+Transactions (TxnOffsetCommit): the records of a transactional batch come as
+`TransactionalRecord`s and stay pending for their producer; the batch's
+transaction marker comes as a `TransactionEnd`, which makes them committed
+offsets (COMMIT) or drops them (ABORT), as Kafka's replayEndTransactionMarker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from coordinator.group import Group, Member
 from coordinator.membership import Membership
@@ -28,19 +34,63 @@ from coordinator.state import GroupState
 S = GroupState
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionalRecord:
+    """A record of a transactional batch of `producer_id` (a TxnOffsetCommit)."""
+
+    producer_id: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEnd:
+    """The COMMIT or ABORT marker of `producer_id`'s transaction."""
+
+    producer_id: int
+    commit: bool
+
+
 def replay_records(
-    records: Iterable[tuple[bytes, bytes | None]],
+    partition: int,
+    records: Iterable,
     membership: Membership,
     offsets: Offsets,
     now_ms: int,
 ) -> None:
-    """Apply (key, value) records (value None: a tombstone), in log order."""
-    for key, value in records:
+    """Apply records of `partition` in log order: (key, value) pairs (value
+    None: a tombstone), `TransactionalRecord`s and `TransactionEnd`s."""
+    for item in records:
+        if isinstance(item, TransactionEnd):
+            offsets.end_transaction(partition, item.producer_id, item.commit, now_ms)
+            continue
+        if isinstance(item, TransactionalRecord):
+            rec = decode_record(item.key, item.value)
+            if isinstance(rec, OffsetCommitRecord) and rec.offset is not None:
+                offsets.add_pending(
+                    item.producer_id,
+                    rec.group,
+                    (rec.topic, rec.partition),
+                    _offset_and_metadata(rec),
+                )
+            continue
+        key, value = item
         rec = decode_record(key, value)
         if isinstance(rec, OffsetCommitRecord):
             _replay_offset(rec, membership, offsets, now_ms)
         elif isinstance(rec, GroupMetadataRecord):
             _replay_group(rec, membership, now_ms)
+
+
+def _offset_and_metadata(rec: OffsetCommitRecord) -> OffsetAndMetadata:
+    assert rec.offset is not None
+    return OffsetAndMetadata(
+        offset=rec.offset,
+        leader_epoch=rec.leader_epoch,
+        metadata=rec.metadata,
+        commit_timestamp_ms=rec.commit_timestamp,
+        expire_timestamp_ms=None if rec.expire_timestamp == -1 else rec.expire_timestamp,
+    )
 
 
 def _replay_offset(
@@ -54,17 +104,7 @@ def _replay_offset(
     if membership.group(gid) is None:
         # Offsets without membership: a simple group.
         membership.create_group(gid, now_ms)
-    offsets.set_committed(
-        gid,
-        key,
-        OffsetAndMetadata(
-            offset=rec.offset,
-            leader_epoch=rec.leader_epoch,
-            metadata=rec.metadata,
-            commit_timestamp_ms=rec.commit_timestamp,
-            expire_timestamp_ms=None if rec.expire_timestamp == -1 else rec.expire_timestamp,
-        ),
-    )
+    offsets.set_committed(gid, key, _offset_and_metadata(rec))
 
 
 def _replay_group(rec: GroupMetadataRecord, membership: Membership, now_ms: int) -> None:

@@ -150,12 +150,26 @@ class CoordinatorRuntime:
 
     # --- writes -----------------------------------------------------------------
 
-    def persist(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> Persist:
-        """A write of `records` to `partition`, as one batch; the caller emits it."""
+    def persist(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> Persist:
+        """A write of `records` to `partition`, as one batch (transactional when
+        a producer is given); the caller emits it."""
         write_id = self._next_write_id
         self._next_write_id += 1
         self._writes[write_id] = _Write(partition)
-        return Persist(write_id, partition, tuple(Record(k, v) for k, v in records))
+        return Persist(
+            write_id,
+            partition,
+            tuple(Record(k, v) for k, v in records),
+            producer_id,
+            producer_epoch,
+        )
 
     def then(self, persist: Persist, continuation: Continuation) -> None:
         """Run `continuation(error, now_ms)` when `persist` completes."""

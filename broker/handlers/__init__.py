@@ -55,7 +55,7 @@ def build_handlers(
         ReassignmentsHandler(metadata, controller),
         LogDirsHandler(logs, replicas),
         FindCoordinatorHandler(groups, txns, metadata),
-        GroupsHandler(groups, metadata),
+        GroupsHandler(groups, metadata, verifier),
         ProducerIdsHandler(producer_ids, txns),
         TransactionsHandler(txns, groups, metadata, markers, replicas),
     ]
