@@ -61,16 +61,11 @@ FRANZ_TESTS = {
     "TestPauseIssue489": "pause one partition, keep consuming the others",
     "TestPauseIssueOct2023": "pause topics, resume, no duplicates",
     "TestPooling": "produce and consume with pooled decompression and record buffers",
+    "TestTxnEtl": "consume-transform-produce in transactions (GroupTransactSession, range and "
+    "cooperative-sticky, static members) through chains of groups; every record exactly once",
 }
 
 NOT_RUN = [
-    (
-        "franz-go/TestTxnEtl",
-        "transactions (transactional producer, read_committed consumers): "
-        "Gregor does not serve transactions yet; InitProducerId with a transactional id answers "
-        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED and the consumers then wait until the suite's "
-        "timeout",
-    ),
     (
         "franz-go/TestShareGroup*, Test848RegexBrokerResolves, TestConsumeRegexShareSkipsInternal",
         "share groups (KIP-932) and KIP-848-only tests: neither protocol is served by Gregor, "
