@@ -28,6 +28,13 @@ STATS_MS = 500
 # --- the harness side ---------------------------------------------------------------
 
 
+# The program stops itself at the workload's timeout and prints what it got;
+# the harness waits this much longer before it gives up on it (as for franz).
+HARNESS_GRACE_S = 30
+# How long closing a consumer may take before the program stops waiting for it.
+CLOSE_TIMEOUT_S = 10
+
+
 def _call(command: str, bootstrap: str, args: list, timeout: float):
     from bench.clients import result_from_json, run_process
 
@@ -35,7 +42,7 @@ def _call(command: str, bootstrap: str, args: list, timeout: float):
     argv += [str(a) for a in args]
     what = f"confluent {command}"
     # `-m bench.clients.confluent` finds the package from the repository's directory.
-    return result_from_json(run_process(argv, what, timeout, cwd=REPO), what)
+    return result_from_json(run_process(argv, what, timeout + HARNESS_GRACE_S, cwd=REPO), what)
 
 
 def produce(bootstrap: str, spec, timeout: float):
@@ -171,6 +178,8 @@ def run_consume(args) -> dict:
 
     group = args.group or f"bench-{uuid.uuid4().hex[:12]}"
     members = args.members if args.group else 1
+    # Rebalance events per member: what a consume that never finishes says about itself.
+    events: list[list[str]] = [[] for _ in range(members)]
     lock = threading.Lock()
     next_offset: dict[int, int] = {}  # partition -> one past the highest offset read
     progress = {"total": 0}
@@ -206,9 +215,19 @@ def run_consume(args) -> dict:
                 if progress["total"] >= args.records:
                     done.set()
 
+    def rebalance_log(i: int):
+        def on_assign(_consumer, partitions) -> None:
+            events[i].append(f"{time.perf_counter() - start:.1f}s assigned {_parts(partitions)}")
+
+        def on_revoke(_consumer, partitions) -> None:
+            events[i].append(f"{time.perf_counter() - start:.1f}s revoked {_parts(partitions)}")
+
+        return on_assign, on_revoke
+
     start = time.perf_counter()
-    for c in consumers:
-        c.subscribe([args.topic])
+    for i, c in enumerate(consumers):
+        on_assign, on_revoke = rebalance_log(i)
+        c.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke)
     threads = [threading.Thread(target=member, args=(c,), daemon=True) for c in consumers]
     for t in threads:
         t.start()
@@ -218,8 +237,7 @@ def run_consume(args) -> dict:
     for t in threads:
         t.join()
     requests = sum(s.settle(c) for s, c in zip(stats, consumers, strict=True))
-    for c in consumers:
-        c.close()
+    unclosed = _close_all(consumers)
     out = {
         "records": progress["total"],
         "bytes": progress["total"] * args.record_size,
@@ -227,8 +245,28 @@ def run_consume(args) -> dict:
         "requests": requests,
     }
     if progress["total"] < args.records:
-        out["error"] = f"read {progress['total']} of {args.records} records"
+        out["error"] = (
+            f"read {progress['total']} of {args.records} records in {seconds:.0f} s; "
+            f"next offsets {dict(sorted(next_offset.items()))}; rebalances: {events}"
+            + (f"; {unclosed} consumers did not close" if unclosed else "")
+        )
     return out
+
+
+def _parts(partitions) -> list[int]:
+    return sorted(p.partition for p in partitions)
+
+
+def _close_all(consumers) -> int:
+    """Close every consumer, each bounded (a close stuck in a rebalance must not
+    eat the workload's budget): how many did not finish closing."""
+    threads = [threading.Thread(target=c.close, daemon=True) for c in consumers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + CLOSE_TIMEOUT_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return sum(t.is_alive() for t in threads)
 
 
 def run_e2e(args) -> dict:
