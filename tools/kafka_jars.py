@@ -59,6 +59,9 @@ ARTIFACTS: list[tuple[str, str, str]] = [
     ("org.apache.kafka", "kafka-clients", "{kafka}"),
     ("org.apache.kafka", "kafka-server-common", "{kafka}"),
     ("org.apache.kafka", "kafka-storage", "{kafka}"),
+    # Kafka Streams and its examples (WordCountDemo), for the compatibility run.
+    ("org.apache.kafka", "kafka-streams", "{kafka}"),
+    ("org.apache.kafka", "kafka-streams-examples", "{kafka}"),
     ("org.apache.logging.log4j", "log4j-core", "{log4j}"),
     ("org.apache.logging.log4j", "log4j-slf4j-impl", "{log4j}"),
 ]
