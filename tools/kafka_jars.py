@@ -62,6 +62,10 @@ ARTIFACTS: list[tuple[str, str, str]] = [
     # Kafka Streams and its examples (WordCountDemo), for the compatibility run.
     ("org.apache.kafka", "kafka-streams", "{kafka}"),
     ("org.apache.kafka", "kafka-streams-examples", "{kafka}"),
+    # Kafka Connect's FileStream connectors and MirrorMaker 2, for the same.
+    ("org.apache.kafka", "connect-runtime", "{kafka}"),
+    ("org.apache.kafka", "connect-file", "{kafka}"),
+    ("org.apache.kafka", "connect-mirror", "{kafka}"),
     ("org.apache.logging.log4j", "log4j-core", "{log4j}"),
     ("org.apache.logging.log4j", "log4j-slf4j-impl", "{log4j}"),
 ]
