@@ -46,14 +46,18 @@ from bench.brokers import BROKERS, BenchBroker, BrokerError  # noqa: E402
 from bench.clients import E2E_FAMILIES, FAMILIES, ClientError  # noqa: E402
 from bench.clients import java as java_client  # noqa: E402
 from bench.figures import LOOP_BUSY  # noqa: E402
-from bench.workloads import Context, Sizes, Workload, all_workloads  # noqa: E402
+from bench.workloads import Context, Sizes, Workload, all_workloads, transactions  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 IDLE_SETTLE_SECONDS = 2.0
 # Processes per broker with --parallel: Kafka is the slower to start and restart.
 PARALLEL_STREAMS = {"gregor": 2, "kafka": 3}
 # Workloads that do not run every selected client family.
-ONLY_FAMILIES = {"latency": E2E_FAMILIES, "ceiling": ("franz",)}
+ONLY_FAMILIES = {
+    "latency": E2E_FAMILIES,
+    "ceiling": ("franz",),
+    "transactions": transactions.FAMILIES,
+}
 
 
 def git(*args: str) -> str:

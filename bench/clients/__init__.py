@@ -43,6 +43,8 @@ class ProduceSpec:
     partitions: int = 0
     # Producers sharing the records, each with its own connection (the one-thread ceiling).
     clients: int = 1
+    # Records per transaction of a transactional producer; 0: not transactional.
+    transaction_records: int = 0
 
 
 @dataclass(frozen=True)

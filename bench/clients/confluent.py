@@ -53,6 +53,9 @@ def produce(bootstrap: str, spec, timeout: float):
         args.append("--idempotent")
     if spec.clients != 1:
         raise ValueError("the confluent family runs one producer per process")
+    if spec.transaction_records:
+        args += ["--transaction-records", spec.transaction_records]
+        return _call("txn", bootstrap, args, timeout)
     return _call("produce", bootstrap, args, timeout)
 
 
@@ -171,6 +174,50 @@ def run_produce(args) -> dict:
     if left or failed:
         out["error"] = f"{left} records not delivered, {len(failed)} failed: {failed[:3]}"
     return out
+
+
+def run_txn(args) -> dict:
+    """Transactions of --transaction-records records each, one after the other;
+    latency_ms holds the commit latencies (commit_transaction's duration)."""
+    from confluent_kafka import Producer
+
+    stats = Stats()
+    config = producer_config(args, stats)
+    config.pop("enable.idempotence")  # implied by the transactional id
+    config["acks"] = "all"
+    config["transactional.id"] = f"bench-{uuid.uuid4().hex[:12]}"
+    producer = Producer(config)
+    producer.init_transactions(60)
+    producer.list_topics(args.topic, timeout=30)  # metadata before the clock starts
+    value = payload(args.record_size)
+    send = producer.produce
+    topic = args.topic
+    partitions = args.partitions or 1
+    commits: list[float] = []
+    sent = 0
+    start = time.perf_counter()
+    while sent < args.records:
+        producer.begin_transaction()
+        for _ in range(min(args.transaction_records, args.records - sent)):
+            while True:
+                try:
+                    send(topic, value, partition=sent % partitions)
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+            sent += 1
+        t0 = time.perf_counter()
+        producer.commit_transaction(120)
+        commits.append((time.perf_counter() - t0) * 1000)
+    seconds = time.perf_counter() - start
+    return {
+        "records": sent,
+        "bytes": sent * args.record_size,
+        "seconds": seconds,
+        "requests": stats.settle(producer),
+        "latency_ms": percentiles(commits),
+        "transactions": len(commits),
+    }
 
 
 def run_consume(args) -> dict:
@@ -341,7 +388,7 @@ def run_e2e(args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="confluent-kafka load for make bench")
-    ap.add_argument("command", choices=("produce", "consume", "e2e"))
+    ap.add_argument("command", choices=("produce", "txn", "consume", "e2e"))
     ap.add_argument("--brokers", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--records", type=int, default=0)
@@ -358,8 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--warmup", type=float, default=1)
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--transaction-records", type=int, default=100)
     args = ap.parse_args(argv)
-    run = {"produce": run_produce, "consume": run_consume, "e2e": run_e2e}[args.command]
+    run = {"produce": run_produce, "txn": run_txn, "consume": run_consume, "e2e": run_e2e}[
+        args.command
+    ]
     print(json.dumps(run(args)), flush=True)
     return 0
 

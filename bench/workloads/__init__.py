@@ -201,6 +201,7 @@ def all_workloads() -> list[Workload]:
         many_partitions,
         produce,
         recovery,
+        transactions,
     )
 
     return [
@@ -212,5 +213,6 @@ def all_workloads() -> list[Workload]:
         Workload("partitions", many_partitions.TITLE, many_partitions.run),
         Workload("idle", idle_connections.TITLE, idle_connections.run),
         Workload("ceiling", ceiling.TITLE, ceiling.run),
+        Workload("transactions", transactions.TITLE, transactions.run),
         Workload("recovery", recovery.TITLE, recovery.run),
     ]
