@@ -84,3 +84,35 @@ class BrokerConnection:
         if stream is not None:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+
+class BrokerConnections:
+    """One connection per other broker, found by its id in the metadata image
+    on the inter-broker listener (a broker that moved to another address gets
+    a new connection). For requests that go to whichever broker leads
+    something: transaction markers, verifications."""
+
+    def __init__(self, image, listener: str, client_id: str):
+        self._image = image  # () -> MetadataImage
+        self._listener = listener
+        self._client_id = client_id
+        self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
+
+    def to(self, node_id: int) -> BrokerConnection | None:
+        """The connection to broker `node_id`; None when it has no endpoint now."""
+        registration = self._image().brokers.get(node_id)
+        endpoint = None if registration is None else registration.endpoint(self._listener)
+        if endpoint is None:
+            return None
+        key = (node_id, endpoint.host, endpoint.port)
+        connection = self._connections.get(key)
+        if connection is None:
+            connection = self._connections[key] = BrokerConnection(
+                endpoint.host, endpoint.port, self._client_id
+            )
+        return connection
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+        self._connections.clear()

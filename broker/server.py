@@ -28,6 +28,7 @@ from pathlib import Path
 
 import trio
 
+from broker.broker_client import BrokerConnections
 from broker.config import BrokerConfig
 from broker.connection import Connection, ConnectionLimits
 from broker.controller.api import MetadataBackend
@@ -141,7 +142,11 @@ class Broker:
                 self.node_id,
                 self.markers,
                 lambda: self.metadata.image,
-                config.inter_broker_listener_name,
+                BrokerConnections(
+                    lambda: self.metadata.image,
+                    config.inter_broker_listener_name,
+                    f"broker-{self.node_id}-txn-markers",
+                ),
             ),
         )
         self.metadata.subscribe(self.groups)
@@ -164,7 +169,11 @@ class Broker:
                     self.node_id,
                     self.txns,
                     lambda: self.metadata.image,
-                    config.inter_broker_listener_name,
+                    BrokerConnections(
+                        lambda: self.metadata.image,
+                        config.inter_broker_listener_name,
+                        f"broker-{self.node_id}-txn-verify",
+                    ),
                 ),
             )
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import trio
 
-from broker.broker_client import BrokerConnection, BrokerConnectionError
+from broker.broker_client import BrokerConnectionError, BrokerConnections
 from broker.metadata.image import MetadataImage
 from broker.partition import PartitionError
 from broker.replica_manager import ReplicaManager
@@ -112,13 +112,16 @@ class MarkerSender:
     """Sends a transaction's markers to its partitions' leaders until written."""
 
     def __init__(
-        self, node_id: int, writer: MarkerWriter, image: Callable[[], MetadataImage], listener: str
+        self,
+        node_id: int,
+        writer: MarkerWriter,
+        image: Callable[[], MetadataImage],
+        connections: BrokerConnections,
     ):
         self.node_id = node_id
         self.writer = writer
         self.image = image
-        self.listener = listener
-        self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
+        self.connections = connections
 
     async def send(self, marker: Marker, still_wanted: Callable[[], bool]) -> bool:
         """True once every partition has the marker (or is gone); False when
@@ -160,16 +163,9 @@ class MarkerSender:
         if leader == self.node_id:
             return await self.writer.write_local(marker, image)
         unknown = {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in marker.partitions}
-        registration = image.brokers.get(leader)
-        endpoint = None if registration is None else registration.endpoint(self.listener)
-        if endpoint is None:
-            return unknown
-        key = (leader, endpoint.host, endpoint.port)
-        connection = self._connections.get(key)
+        connection = self.connections.to(leader)
         if connection is None:
-            connection = self._connections[key] = BrokerConnection(
-                endpoint.host, endpoint.port, f"broker-{self.node_id}-txn-markers"
-            )
+            return unknown
         by_topic: dict[str, list[int]] = {}
         for topic, index in marker.partitions:
             by_topic.setdefault(topic, []).append(index)
@@ -197,8 +193,3 @@ class MarkerSender:
                 for p in t.partitions:
                     results[(t.name, p.partition_index)] = ErrorCode(p.error_code)
         return results
-
-    async def close(self) -> None:
-        for connection in self._connections.values():
-            await connection.close()
-        self._connections.clear()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from broker.broker_client import BrokerConnection, BrokerConnectionError
+from broker.broker_client import BrokerConnectionError, BrokerConnections
 from broker.metadata.image import MetadataImage
 from broker.txn_runtime import TRANSACTION_TOPIC, TransactionRuntime
 from wire.api_keys import ApiKey
@@ -34,13 +34,12 @@ class TxnVerifier:
         node_id: int,
         txns: TransactionRuntime,
         image: Callable[[], MetadataImage],
-        listener: str,
+        connections: BrokerConnections,
     ):
         self.node_id = node_id
         self.txns = txns
         self.image = image
-        self.listener = listener
-        self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
+        self.connections = connections
 
     async def verify(
         self, txn_id: str, producer_id: int, epoch: int, tps: list[TopicPartition]
@@ -61,16 +60,9 @@ class TxnVerifier:
                 return dict.fromkeys(tps, status)
             return coordinator.verify(txn_id, producer_id, epoch, tps)
         unavailable = dict.fromkeys(tps, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        registration = image.brokers.get(leader)
-        endpoint = None if registration is None else registration.endpoint(self.listener)
-        if endpoint is None:
-            return unavailable
-        key = (leader, endpoint.host, endpoint.port)
-        connection = self._connections.get(key)
+        connection = self.connections.to(leader)
         if connection is None:
-            connection = self._connections[key] = BrokerConnection(
-                endpoint.host, endpoint.port, f"broker-{self.node_id}-txn-verify"
-            )
+            return unavailable
         by_topic: dict[str, list[int]] = {}
         for name, p in tps:
             by_topic.setdefault(name, []).append(p)

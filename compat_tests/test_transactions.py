@@ -8,70 +8,24 @@ both versions give alike.
 
 from __future__ import annotations
 
-import time
-from collections import Counter
-
 import pytest
 from compatlib import java
 from compatlib.common import ck_produce, unique, wait_until
-
-TIMEOUT = 30
-
-
-def _txn_producer(bootstrap: str, txn_id: str, **conf):
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **conf})
-    p.init_transactions(TIMEOUT)
-    return p
-
-
-def _read(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list:
-    """(partition, offset, value) of every record a consumer at `isolation`
-    reads from the start, once it reached the end of every partition with at
-    least `expect` records."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique("compat-txn-read"),
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                at_end.add(m.partition())
-                if len(at_end) == partitions and len(got) >= expect:
-                    return sorted(got)
-                continue
-            at_end.discard(m.partition())
-            got.append((m.partition(), m.offset(), m.value()))
-        raise AssertionError(f"read {len(got)} of {expect}: {got}")
-    finally:
-        c.close()
-
-
-def _values(rows) -> list[bytes]:
-    return [v for _, _, v in rows]
+from compatlib.transactions import (
+    TIMEOUT,
+    check_exactly_once,
+    copy_exactly_once,
+    read_isolated,
+    txn_producer,
+    values,
+)
 
 
 @pytest.mark.client("confluent-kafka")
 @pytest.mark.api("InitProducerId", "AddPartitionsToTxn", "EndTxn", "WriteTxnMarkers", "Fetch")
 def test_read_committed_sees_committed_transactions_only(bootstrap, topic):
     t = topic(partitions=2)
-    p = _txn_producer(bootstrap, unique("txn"))
+    p = txn_producer(bootstrap, unique("txn"))
     for round_ in range(2):
         p.begin_transaction()
         for i in range(6):
@@ -82,11 +36,11 @@ def test_read_committed_sees_committed_transactions_only(bootstrap, topic):
             p.produce(t, value=b"a%d-%d" % (round_, i), partition=i % 2)
         p.flush(TIMEOUT)
         p.abort_transaction(TIMEOUT)
-    committed = _read(bootstrap, t, 2, "read_committed", 12)
-    assert sorted(_values(committed)) == sorted(
+    committed = read_isolated(bootstrap, t, 2, "read_committed", 12)
+    assert sorted(values(committed)) == sorted(
         b"c%d-%d" % (r, i) for r in range(2) for i in range(6)
     )
-    everything = _read(bootstrap, t, 2, "read_uncommitted", 20)
+    everything = read_isolated(bootstrap, t, 2, "read_uncommitted", 20)
     assert len(everything) == 20
     # Offsets: data and one marker per partition per transaction, as Kafka lays them out.
     assert [(p_, o) for p_, o, _ in committed if p_ == 0] == [
@@ -105,7 +59,7 @@ def test_an_open_transaction_holds_the_last_stable_offset(bootstrap, topic):
     from confluent_kafka import Consumer, TopicPartition
 
     t = topic(partitions=1)
-    p = _txn_producer(bootstrap, unique("txn"))
+    p = txn_producer(bootstrap, unique("txn"))
     p.begin_transaction()
     p.produce(t, value=b"first")
     p.commit_transaction(TIMEOUT)
@@ -120,9 +74,9 @@ def test_an_open_transaction_holds_the_last_stable_offset(bootstrap, topic):
         marks[isolation] = c.get_watermark_offsets(TopicPartition(t, 0), TIMEOUT, cached=False)
         c.close()
     assert marks == {"read_committed": (0, 2), "read_uncommitted": (0, 3)}
-    assert _values(_read(bootstrap, t, 1, "read_committed", 1)) == [b"first"]
+    assert values(read_isolated(bootstrap, t, 1, "read_committed", 1)) == [b"first"]
     p.commit_transaction(TIMEOUT)
-    assert _values(_read(bootstrap, t, 1, "read_committed", 2)) == [b"first", b"open"]
+    assert values(read_isolated(bootstrap, t, 1, "read_committed", 2)) == [b"first", b"open"]
 
 
 @pytest.mark.client("confluent-kafka")
@@ -132,11 +86,11 @@ def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction(bootstrap,
 
     t = topic(partitions=1)
     txn_id = unique("txn")
-    zombie = _txn_producer(bootstrap, txn_id)
+    zombie = txn_producer(bootstrap, txn_id)
     zombie.begin_transaction()
     zombie.produce(t, value=b"zombie")
     zombie.flush(TIMEOUT)
-    successor = _txn_producer(bootstrap, txn_id)
+    successor = txn_producer(bootstrap, txn_id)
     successor.begin_transaction()
     successor.produce(t, value=b"successor")
     successor.commit_transaction(TIMEOUT)
@@ -144,7 +98,7 @@ def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction(bootstrap,
         zombie.produce(t, value=b"late")
         zombie.commit_transaction(TIMEOUT)
     assert raised.value.args[0].fatal()
-    assert _values(_read(bootstrap, t, 1, "read_committed", 1)) == [b"successor"]
+    assert values(read_isolated(bootstrap, t, 1, "read_committed", 1)) == [b"successor"]
 
 
 @pytest.mark.client("confluent-kafka")
@@ -155,18 +109,18 @@ def test_transaction_timeouts(bootstrap, topic):
     t = topic(partitions=1)
     # Above transaction.max.timeout.ms (15 minutes): refused.
     with pytest.raises(KafkaException) as raised:
-        _txn_producer(bootstrap, unique("txn"), **{"transaction.timeout.ms": 900_001})
+        txn_producer(bootstrap, unique("txn"), **{"transaction.timeout.ms": 900_001})
     assert raised.value.args[0].name() == "INVALID_TRANSACTION_TIMEOUT"
     # A transaction left open past its timeout is aborted by the coordinator.
-    stalled = _txn_producer(bootstrap, unique("txn"), **{"transaction.timeout.ms": 2000})
+    stalled = txn_producer(bootstrap, unique("txn"), **{"transaction.timeout.ms": 2000})
     stalled.begin_transaction()
     stalled.produce(t, value=b"stalled")
     stalled.flush(TIMEOUT)
-    other = _txn_producer(bootstrap, unique("txn"))
+    other = txn_producer(bootstrap, unique("txn"))
     other.begin_transaction()
     other.produce(t, value=b"after")
     other.commit_transaction(TIMEOUT)
-    assert _values(_read(bootstrap, t, 1, "read_committed", 1)) == [b"after"]
+    assert values(read_isolated(bootstrap, t, 1, "read_committed", 1)) == [b"after"]
     with pytest.raises(KafkaException):
         stalled.commit_transaction(TIMEOUT)
 
@@ -174,63 +128,21 @@ def test_transaction_timeouts(bootstrap, topic):
 @pytest.mark.client("confluent-kafka")
 @pytest.mark.api("AddOffsetsToTxn", "TxnOffsetCommit", "OffsetFetch")
 def test_consume_transform_produce_is_exactly_once(bootstrap, topic):
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     source, sink = topic(partitions=2), topic(partitions=1)
     ck_produce(bootstrap, source, [{"value": b"r%d" % i, "partition": i % 2} for i in range(200)])
     group = unique("eos")
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": True,
-        }
+    copy_exactly_once(bootstrap, source, sink, group, unique("eos"), abort_every=3)
+    check_exactly_once(
+        read_isolated(bootstrap, source, 2, "read_committed", 200),
+        read_isolated(bootstrap, sink, 1, "read_committed", 200),
     )
-    producer = _txn_producer(bootstrap, unique("eos"))
-    consumer.subscribe([source])
-    at_end: set[int] = set()
-    transactions = 0
-    deadline = time.monotonic() + 60
-    while len(at_end) < 2:
-        assert time.monotonic() < deadline, "the source was not drained"
-        batch = consumer.consume(40, timeout=0.5)
-        records = []
-        for m in batch:
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                at_end.add(m.partition())
-            else:
-                at_end.discard(m.partition())
-                records.append(m)
-        if not records:
-            continue
-        transactions += 1
-        producer.begin_transaction()
-        for m in records:
-            producer.produce(sink, value=m.value().upper())
-        producer.send_offsets_to_transaction(
-            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), TIMEOUT
-        )
-        if transactions % 3 == 0:  # every third is aborted: the consumer goes back
-            producer.abort_transaction(TIMEOUT)
-            for tp in consumer.committed(consumer.assignment(), TIMEOUT):
-                consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
-            at_end.clear()
-        else:
-            producer.commit_transaction(TIMEOUT)
-    committed = {
-        tp.partition: tp.offset
-        for tp in consumer.committed(
-            [TopicPartition(source, 0), TopicPartition(source, 1)], TIMEOUT
-        )
-    }
-    consumer.close()
-    assert committed == {0: 100, 1: 100}
-    out = Counter(_values(_read(bootstrap, sink, 1, "read_committed", 200)))
-    assert out == Counter(b"R%d" % i for i in range(200)), "duplicates or losses"
+    # The group's offsets are the source's ends, from committed transactions only.
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    committed = c.committed([TopicPartition(source, 0), TopicPartition(source, 1)], TIMEOUT)
+    c.close()
+    assert {tp.partition: tp.offset for tp in committed} == {0: 100, 1: 100}
 
 
 @pytest.mark.client("java")
@@ -264,7 +176,7 @@ def test_java_transactional_message_copier(bootstrap, topic):
     assert states[-1].get("message") == "shutdown_complete" or any(
         s.get("remaining") == 0 for s in states
     ), states[-3:]
-    out = _values(_read(bootstrap, sink, 1, "read_committed", 300))
+    out = values(read_isolated(bootstrap, sink, 1, "read_committed", 300))
     assert sorted(out) == sorted(b"m%d" % i for i in range(300))
 
 
@@ -273,7 +185,7 @@ def test_java_transactional_message_copier(bootstrap, topic):
 def test_kafka_transactions_tool(bootstrap, topic):
     t = topic(partitions=1)
     txn_id = unique("tool")
-    p = _txn_producer(bootstrap, txn_id)
+    p = txn_producer(bootstrap, txn_id)
     p.begin_transaction()
     p.produce(t, value=b"x")
     p.commit_transaction(TIMEOUT)
@@ -281,12 +193,7 @@ def test_kafka_transactions_tool(bootstrap, topic):
     def table(*args) -> list[dict[str, str]]:
         out = java.run("kafka-transactions", "--bootstrap-server", bootstrap, *args)
         assert out.returncode == 0, out.stderr[-2000:]
-        lines = [line for line in out.stdout.splitlines() if "\t" in line]
-        header = [h.strip() for h in lines[0].split("\t")]
-        return [
-            dict(zip(header, (c.strip() for c in line.split("\t")), strict=False))
-            for line in lines[1:]
-        ]
+        return java.table(out.stdout)
 
     listed = wait_until(
         lambda: [r for r in table("list") if r["TransactionalId"] == txn_id],

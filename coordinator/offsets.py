@@ -209,20 +209,49 @@ class Offsets:
             return E.REBALANCE_IN_PROGRESS
         return None
 
+    def _stage_commits(self, group_id: str, topics, offset_of) -> tuple[list, list, list]:
+        """The commits of a request: (results per topic with each partition's
+        error, the (partition, offset) to store, the records to write).
+        `offset_of(partition request)` makes the OffsetAndMetadata; metadata
+        above offset.metadata.max.bytes fails only its partition."""
+        max_metadata = self.config.offset_metadata_max_bytes
+        results: list[tuple[str, list[list]]] = []
+        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
+        records = []
+        for topic in topics:
+            parts: list[list] = []
+            results.append((topic.name, parts))
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and _utf16_len(metadata) > max_metadata:
+                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
+                    continue
+                parts.append([p.partition_index, NONE])
+                oam = offset_of(p)
+                staged.append(((topic.name, p.partition_index), oam))
+                expire = oam.expire_timestamp_ms
+                records.append(
+                    encode_offset_commit(
+                        OffsetCommitRecord(
+                            group_id,
+                            topic.name,
+                            p.partition_index,
+                            offset=oam.offset,
+                            leader_epoch=oam.leader_epoch,
+                            metadata=oam.metadata,
+                            commit_timestamp=oam.commit_timestamp_ms,
+                            expire_timestamp=-1 if expire is None else expire,
+                        )
+                    )
+                )
+        return results, staged, records
+
     def offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         v = ctx.api_version
         token = ctx.token
 
         def all_error(code: ErrorCode) -> list[Action]:
-            return [
-                Reply(
-                    token,
-                    R.offset_commit(
-                        (t.name, [(p.partition_index, code) for p in t.partitions])
-                        for t in req.topics
-                    ),
-                )
-            ]
+            return _commit_all_error(token, req.topics, code)
 
         group_id = req.group_id
         status = self._membership.status_error(group_id)
@@ -248,50 +277,20 @@ class Offsets:
 
         retention = req.retention_time_ms
         expire_ts = None if retention == -1 else now_ms + retention
-        max_metadata = self.config.offset_metadata_max_bytes
-        results: list[tuple[str, list[list]]] = []
-        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
-        records = []
-        for topic in req.topics:
-            parts: list[list] = []
-            results.append((topic.name, parts))
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and _utf16_len(metadata) > max_metadata:
-                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
-                    continue
-                parts.append([p.partition_index, NONE])
-                oam = OffsetAndMetadata(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch,
-                    metadata=metadata or "",
-                    commit_timestamp_ms=now_ms if p.commit_timestamp == -1 else p.commit_timestamp,
-                    expire_timestamp_ms=expire_ts,
-                )
-                staged.append(((topic.name, p.partition_index), oam))
-                records.append(
-                    encode_offset_commit(
-                        OffsetCommitRecord(
-                            group_id,
-                            topic.name,
-                            p.partition_index,
-                            offset=oam.offset,
-                            leader_epoch=oam.leader_epoch,
-                            metadata=oam.metadata,
-                            commit_timestamp=oam.commit_timestamp_ms,
-                            expire_timestamp=-1 if expire_ts is None else expire_ts,
-                        )
-                    )
-                )
+        results, staged, records = self._stage_commits(
+            group_id,
+            req.topics,
+            lambda p: OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch,
+                metadata=p.committed_metadata or "",
+                commit_timestamp_ms=now_ms if p.commit_timestamp == -1 else p.commit_timestamp,
+                expire_timestamp_ms=expire_ts,
+            ),
+        )
 
         def reply(error: ErrorCode = NONE) -> Reply:
-            return Reply(
-                token,
-                R.offset_commit(
-                    (name, [(pi, error if e == NONE else e) for pi, e in parts])
-                    for name, parts in results
-                ),
-            )
+            return _commit_reply(token, results, error)
 
         if not records:
             return [reply()]
@@ -338,15 +337,7 @@ class Offsets:
         token = ctx.token
 
         def all_error(code: ErrorCode) -> list[Action]:
-            return [
-                Reply(
-                    token,
-                    R.offset_commit(
-                        (t.name, [(p.partition_index, code) for p in t.partitions])
-                        for t in req.topics
-                    ),
-                )
-            ]
+            return _commit_all_error(token, req.topics, code)
 
         group_id = req.group_id
         status = self._membership.status_error(group_id)
@@ -365,48 +356,20 @@ class Offsets:
         )
         if err is not None:
             return all_error(err)
-        max_metadata = self.config.offset_metadata_max_bytes
-        results: list[tuple[str, list[list]]] = []
-        staged: list[tuple[tuple[str, int], OffsetAndMetadata]] = []
-        records = []
-        for topic in req.topics:
-            parts: list[list] = []
-            results.append((topic.name, parts))
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and _utf16_len(metadata) > max_metadata:
-                    parts.append([p.partition_index, E.OFFSET_METADATA_TOO_LARGE])
-                    continue
-                parts.append([p.partition_index, NONE])
-                oam = OffsetAndMetadata(
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch if ctx.api_version >= 2 else -1,
-                    metadata=metadata or "",
-                    commit_timestamp_ms=now_ms,
-                )
-                staged.append(((topic.name, p.partition_index), oam))
-                records.append(
-                    encode_offset_commit(
-                        OffsetCommitRecord(
-                            group_id,
-                            topic.name,
-                            p.partition_index,
-                            offset=oam.offset,
-                            leader_epoch=oam.leader_epoch,
-                            metadata=oam.metadata,
-                            commit_timestamp=now_ms,
-                        )
-                    )
-                )
+        v2 = ctx.api_version >= 2
+        results, staged, records = self._stage_commits(
+            group_id,
+            req.topics,
+            lambda p: OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if v2 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp_ms=now_ms,
+            ),
+        )
 
         def reply(error: ErrorCode = NONE) -> Reply:
-            return Reply(
-                token,
-                R.offset_commit(
-                    (name, [(pi, error if e == NONE else e) for pi, e in parts])
-                    for name, parts in results
-                ),
-            )
+            return _commit_reply(token, results, error)
 
         if not records:
             return [reply()]
@@ -715,6 +678,28 @@ class Offsets:
 
 # ((group, topic, partition), the committed value removed or None)
 _Removed = tuple[tuple[str, str, int], "OffsetAndMetadata | None"]
+
+
+def _commit_all_error(token, topics, code: ErrorCode) -> list[Action]:
+    """Every partition of an (Txn)OffsetCommit fails with `code`."""
+    return [
+        Reply(
+            token,
+            R.offset_commit(
+                (t.name, [(p.partition_index, code) for p in t.partitions]) for t in topics
+            ),
+        )
+    ]
+
+
+def _commit_reply(token, results: list, error: ErrorCode = NONE) -> Reply:
+    """The answer to an (Txn)OffsetCommit: each partition's own error, else `error`."""
+    return Reply(
+        token,
+        R.offset_commit(
+            (name, [(pi, error if e == NONE else e) for pi, e in parts]) for name, parts in results
+        ),
+    )
 
 
 def _utf16_len(s: str) -> int:

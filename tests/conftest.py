@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+# What the side-by-side suite and these tests share (the Spark pipeline's
+# checks, the transactional application) is compat_tests/compatlib/.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat_tests"))
 
 # Every Gregor the tests start (child processes inherit it) refuses to send a
 # response dict with a key its schema does not declare (broker/connection.py).

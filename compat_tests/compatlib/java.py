@@ -53,6 +53,17 @@ def properties_file(props: dict[str, object], directory: str | Path | None = Non
     return fd.name
 
 
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of a tool's tab-separated table (kafka-transactions.sh), by header."""
+    lines = [line for line in text.splitlines() if "\t" in line]
+    if not lines:
+        return []
+    header = [h.strip() for h in lines[0].split("\t")]
+    return [
+        dict(zip(header, (c.strip() for c in line.split("\t")), strict=False)) for line in lines[1:]
+    ]
+
+
 def json_lines(text: str) -> list[dict]:
     """The JSON objects among a tool's output lines (VerifiableProducer/Consumer events)."""
     events = []

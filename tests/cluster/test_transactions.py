@@ -8,11 +8,11 @@ the new leader replays the log and carries on with the open transaction.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from compatlib.transactions import read_isolated, values
+from confluent_kafka import KafkaException, Producer
 
 from tests.cluster.test_failover import TIMEOUT, create, partitions_of, wait_until
 from tests.support.raw import RawClient
@@ -22,35 +22,7 @@ pytestmark = pytest.mark.slow
 
 
 def read_committed(bootstrap: str, topic: str, partitions: int, expect: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(msg.error())
-                at_end.add(msg.partition())
-                if len(at_end) == partitions and len(got) >= expect:
-                    return sorted(got)
-                continue
-            at_end.discard(msg.partition())
-            got.append(msg.value())
-        raise AssertionError(f"read {len(got)} of {expect}: {got}")
-    finally:
-        consumer.close()
+    return sorted(values(read_isolated(bootstrap, topic, partitions, "read_committed", expect)))
 
 
 def transaction_coordinator(cluster, txn_id: str) -> int | None:

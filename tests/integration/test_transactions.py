@@ -1,177 +1,38 @@
-"""Transactions with a real client (confluent-kafka / librdkafka) against a real
-Gregor: commit, abort, zombie fencing, the coordinator's timeout, and a broker
-that dies in the middle of a transaction.
-
-What a user relies on: a read_committed consumer sees every committed record
-once and in order and never an aborted one; a producer replaced by another
-with the same transactional id can no longer write; nothing stays blocked
-when a producer or the broker disappears mid-transaction.
+"""Transactions against a real Gregor, beyond the side-by-side suite
+(compat_tests/test_transactions.py runs commit, abort, read_committed, fencing,
+timeouts and Kafka's tools against Kafka and Gregor alike): a broker that dies
+mid-transaction, an open transaction as Kafka's tools show it, Kafka's
+DumpLogSegments over Gregor's files, aiokafka, and the partition
+verification that prevents hanging transactions.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from compatlib import java as compat_java
+from compatlib.transactions import read_isolated, txn_producer, values
 
+from tests.support import raw
 from tests.support.clients import TIMEOUT, needs_java
 from tests.support.gregor import assert_no_traceback
 from tests.support.topics import create_topic, unique_name
 from tools import kafka_cli
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
+from wire.records import RecordInput, build_batch
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def producer(bootstrap: str, txn_id: str, **conf) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **conf})
-    p.init_transactions(TIMEOUT)
-    return p
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect: int) -> list:
-    """Values read from the start of every partition until `expect` records
-    came (or, for expect 0, until the consumer reached the end it may read)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                    if len(at_end) == partitions and len(got) >= expect:
-                        return got
-                    continue
-                raise KafkaException(msg.error())
-            at_end.discard(msg.partition())
-            got.append((msg.partition(), msg.offset(), msg.value()))
-        raise AssertionError(f"read {len(got)} of {expect} records: {got}")
-    finally:
-        consumer.close()
-
-
-def values(records) -> list[bytes]:
-    return [v for _, _, v in sorted(records)]
-
-
-def test_committed_records_are_read_once_and_aborted_ones_never(gregor):
-    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=2)
-    p = producer(gregor.bootstrap, "txn-" + topic)
-    for round_ in range(3):
-        p.begin_transaction()
-        for i in range(10):
-            p.produce(topic, value=b"c%d-%d" % (round_, i), partition=i % 2)
-        p.commit_transaction(TIMEOUT)
-        p.begin_transaction()
-        for i in range(4):
-            p.produce(topic, value=b"a%d-%d" % (round_, i), partition=i % 2)
-        p.flush(TIMEOUT)  # written to the log, then aborted
-        p.abort_transaction(TIMEOUT)
-    committed = read_all(gregor.bootstrap, topic, 2, "read_committed", 30)
-    assert sorted(values(committed)) == sorted(
-        b"c%d-%d" % (r, i) for r in range(3) for i in range(10)
-    )
-    for part in (0, 1):
-        in_order = [v for p_, _, v in sorted(committed) if p_ == part]
-        assert in_order == sorted(in_order, key=lambda v: (v[1], int(v.split(b"-")[1])))
-    everything = read_all(gregor.bootstrap, topic, 2, "read_uncommitted", 42)
-    assert len(everything) == 42  # the aborted records are in the log, markers are not shown
-    assert {v for v in values(everything) if v.startswith(b"a")} == {
-        b"a%d-%d" % (r, i) for r in range(3) for i in range(4)
-    }
-    assert_no_traceback(gregor)
-
-
-def test_an_open_transaction_holds_read_committed_consumers_at_its_first_offset(gregor):
-    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    p = producer(gregor.bootstrap, "txn-" + topic)
-    p.begin_transaction()
-    p.produce(topic, value=b"first")
-    p.commit_transaction(TIMEOUT)
-    p.begin_transaction()
-    p.produce(topic, value=b"open")
-    p.flush(TIMEOUT)
-    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"first"]
-    consumer = Consumer(
-        {
-            "bootstrap.servers": gregor.bootstrap,
-            "group.id": "g",
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        # The last stable offset: the open transaction's first record (offset 2,
-        # after "first" and its marker).
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), TIMEOUT)
-        assert (low, high) == (0, 2)
-    finally:
-        consumer.close()
-    p.commit_transaction(TIMEOUT)
-    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 2)) == [
-        b"first",
-        b"open",
-    ]
-
-
-def test_a_second_producer_with_the_same_id_fences_the_first(gregor):
-    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    txn_id = "txn-" + topic
-    zombie = producer(gregor.bootstrap, txn_id)
-    zombie.begin_transaction()
-    zombie.produce(topic, value=b"zombie")
-    zombie.flush(TIMEOUT)
-    successor = producer(gregor.bootstrap, txn_id)  # aborts the zombie's transaction
-    successor.begin_transaction()
-    successor.produce(topic, value=b"successor")
-    successor.commit_transaction(TIMEOUT)
-    with pytest.raises(KafkaException) as raised:
-        zombie.produce(topic, value=b"late")
-        zombie.commit_transaction(TIMEOUT)
-    error = raised.value.args[0]
-    assert error.fatal() or error.txn_requires_abort(), error
-    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"successor"]
-
-
-def test_the_coordinator_aborts_a_transaction_past_its_timeout(gregor):
-    topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    p = producer(gregor.bootstrap, "txn-" + topic, **{"transaction.timeout.ms": 1500})
-    p.begin_transaction()
-    p.produce(topic, value=b"stalled")
-    p.flush(TIMEOUT)
-    # Nothing commits it: the coordinator aborts it, and read_committed
-    # readers are no longer held at it.
-    later = producer(gregor.bootstrap, "other-" + topic)
-    later.begin_transaction()
-    later.produce(topic, value=b"after")
-    later.commit_transaction(TIMEOUT)
-    assert values(read_all(gregor.bootstrap, topic, 1, "read_committed", 1)) == [b"after"]
-    with pytest.raises(KafkaException):
-        p.commit_transaction(TIMEOUT)
 
 
 @pytest.mark.parametrize("how", ["kill", "stop"])
 def test_a_broker_restart_mid_transaction_leaves_nothing_open(gregor, how):
     topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=2)
     txn_id = "txn-" + topic
-    p = producer(gregor.bootstrap, txn_id)
+    p = txn_producer(gregor.bootstrap, txn_id)
     p.begin_transaction()
     p.produce(topic, value=b"committed", partition=0)
     p.commit_transaction(TIMEOUT)
@@ -182,34 +43,25 @@ def test_a_broker_restart_mid_transaction_leaves_nothing_open(gregor, how):
     gregor.kill() if how == "kill" else gregor.stop()
     gregor.start()
     # The producer's successor (its application restarted) aborts what was open.
-    successor = producer(gregor.bootstrap, txn_id)
+    successor = txn_producer(gregor.bootstrap, txn_id)
     successor.begin_transaction()
     successor.produce(topic, value=b"again", partition=1)
     successor.commit_transaction(TIMEOUT)
-    assert sorted(values(read_all(gregor.bootstrap, topic, 2, "read_committed", 2))) == [
+    assert sorted(values(read_isolated(gregor.bootstrap, topic, 2, "read_committed", 2))) == [
         b"again",
         b"committed",
     ]
     assert_no_traceback(gregor)
 
 
-def _table(output: str) -> list[dict[str, str]]:
-    """kafka-transactions.sh prints a tab-separated table with a header row."""
-    lines = [line for line in output.splitlines() if "\t" in line]
-    header = [h.strip() for h in lines[0].split("\t")]
-    return [
-        dict(zip(header, (c.strip() for c in line.split("\t")), strict=False)) for line in lines[1:]
-    ]
-
-
 @needs_java
 def test_kafka_transactions_tool_lists_describes_and_shows_producers(gregor):
     topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    open_ = producer(gregor.bootstrap, "open-" + topic)
+    open_ = txn_producer(gregor.bootstrap, "open-" + topic)
     open_.begin_transaction()
     open_.produce(topic, value=b"x")
     open_.flush(TIMEOUT)
-    done = producer(gregor.bootstrap, "done-" + topic)
+    done = txn_producer(gregor.bootstrap, "done-" + topic)
     done.begin_transaction()
     done.produce(topic, value=b"y")
     done.commit_transaction(TIMEOUT)
@@ -218,7 +70,7 @@ def test_kafka_transactions_tool_lists_describes_and_shows_producers(gregor):
         out = kafka_cli.run_tool(
             "kafka-transactions", "--bootstrap-server", gregor.bootstrap, *args, check=True
         )
-        return _table(out.stdout)
+        return compat_java.table(out.stdout)
 
     states = {row["TransactionalId"]: row["TransactionState"] for row in tool("list")}
     assert states["open-" + topic] == "Ongoing"
@@ -235,7 +87,7 @@ def test_kafka_transactions_tool_lists_describes_and_shows_producers(gregor):
 @needs_java
 def test_kafka_dump_log_reads_markers_the_transaction_index_and_the_state_log(gregor):
     topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    p = producer(gregor.bootstrap, "dump-" + topic)
+    p = txn_producer(gregor.bootstrap, "dump-" + topic)
     p.begin_transaction()
     p.produce(topic, value=b"aborted")
     p.flush(TIMEOUT)
@@ -268,22 +120,13 @@ def test_kafka_dump_log_reads_markers_the_transaction_index_and_the_state_log(gr
 # --- other client families -------------------------------------------------------------
 
 
-def test_kafka_python_and_aiokafka_transactional_producers(gregor):
-    """kafka-python's and aiokafka's own transactional producers: a committed
-    and an aborted transaction each, read back by their read_committed consumers."""
-    import asyncio
-
+def test_aiokafka_transactional_producer(gregor):
+    """aiokafka's own transactional producer, an aborted and a committed
+    transaction, read back by its read_committed consumer (kafka-python's is in
+    the side-by-side suite)."""
     import aiokafka
-    import kafka
 
     topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
-    kp = kafka.KafkaProducer(bootstrap_servers=gregor.bootstrap, transactional_id="kp-" + topic)
-    kp.init_transactions()
-    for name, commit in (("kp-aborted", False), ("kp-committed", True)):
-        kp.begin_transaction()
-        kp.send(topic, value=name.encode()).get(TIMEOUT)
-        kp.commit_transaction() if commit else kp.abort_transaction()
-    kp.close()
 
     async def aio() -> list[bytes]:
         producer = aiokafka.AIOKafkaProducer(
@@ -310,23 +153,14 @@ def test_kafka_python_and_aiokafka_transactional_producers(gregor):
         got: list[bytes] = []
         try:
             async with asyncio.timeout(TIMEOUT):
-                while len(got) < 2:
+                while not got:
                     batch = await consumer.getmany(timeout_ms=200)
                     got += [m.value for msgs in batch.values() for m in msgs]
         finally:
             await consumer.stop()
         return got
 
-    assert asyncio.run(aio()) == [b"kp-committed", b"aio-committed"]
-    consumer = kafka.KafkaConsumer(
-        topic,
-        bootstrap_servers=gregor.bootstrap,
-        isolation_level="read_committed",
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=3000,
-    )
-    assert [m.value for m in consumer] == [b"kp-committed", b"aio-committed"]
-    consumer.close()
+    assert asyncio.run(aio()) == [b"aio-committed"]
 
 
 # --- partition verification (KIP-890 part 1) ---------------------------------------------
@@ -337,9 +171,6 @@ def test_a_transactional_batch_needs_its_partition_in_the_transaction(gregor):
     after its transaction ended (a produce delayed past an abort), is refused:
     it would open a transaction nothing ever closes, and read_committed
     consumers would wait behind it forever."""
-    from tests.support import raw
-    from wire.records import RecordInput, build_batch
-
     topic = create_topic(gregor.bootstrap, unique_name("txn"), partitions=1)
     txn_id = "raw-" + topic
 
@@ -413,4 +244,4 @@ def test_a_transactional_batch_needs_its_partition_in_the_transaction(gregor):
             time.sleep(0.05)
         # The producer's next batch, delayed past the abort: refused.
         assert produce(1) == ErrorCode.INVALID_TXN_STATE
-    assert read_all(gregor.bootstrap, topic, 1, "read_committed", 0) == []
+    assert read_isolated(gregor.bootstrap, topic, 1, "read_committed", 0) == []

@@ -10,17 +10,11 @@ are missing every test here fails saying so.
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.support.gregor import GregorNode
-
-# The pipeline's checks are shared with the compatibility suite, which runs them
-# against Apache Kafka and Gregor side by side (compat_tests/compatlib/spark_pipeline.py).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat_tests"))
 
 # Retention is checked every second, as in the compatibility suite, so that a test
 # can see it remove records.
