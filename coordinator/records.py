@@ -163,13 +163,14 @@ class GroupMetadataRecord:
 # --- encoding --------------------------------------------------------------------
 
 
-def _encode(msg, version: int, body: dict) -> bytes:
+def encode_versioned(msg, version: int, body: dict) -> bytes:
+    """A coordinator record's key or value: the int16 version, then the struct."""
     return _INT16.pack(version) + message_codec(msg, version).encode(body)
 
 
 def _offset_key(group: str, topic: str, partition: int) -> bytes:
     body = {"group": group, "topic": topic, "partition": partition}
-    return _encode(OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION, body)
+    return encode_versioned(OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY_VERSION, body)
 
 
 def encode_offset_commit(rec: OffsetCommitRecord) -> tuple[bytes, bytes]:
@@ -189,7 +190,7 @@ def encode_offset_commit(rec: OffsetCommitRecord) -> tuple[bytes, bytes]:
         "expire_timestamp": rec.expire_timestamp,
     }
     key = _offset_key(rec.group, rec.topic, rec.partition)
-    return key, _encode(OFFSET_COMMIT_VALUE, version, value)
+    return key, encode_versioned(OFFSET_COMMIT_VALUE, version, value)
 
 
 def encode_offset_tombstone(group: str, topic: str, partition: int) -> tuple[bytes, None]:
@@ -197,7 +198,7 @@ def encode_offset_tombstone(group: str, topic: str, partition: int) -> tuple[byt
 
 
 def _group_key(group: str) -> bytes:
-    return _encode(GROUP_METADATA_KEY, GROUP_METADATA_KEY_VERSION, {"group": group})
+    return encode_versioned(GROUP_METADATA_KEY, GROUP_METADATA_KEY_VERSION, {"group": group})
 
 
 def encode_group_metadata(rec: GroupMetadataRecord) -> tuple[bytes, bytes]:
@@ -222,7 +223,9 @@ def encode_group_metadata(rec: GroupMetadataRecord) -> tuple[bytes, bytes]:
             for m in rec.members
         ],
     }
-    return _group_key(rec.group), _encode(GROUP_METADATA_VALUE, GROUP_METADATA_VALUE_VERSION, value)
+    return _group_key(rec.group), encode_versioned(
+        GROUP_METADATA_VALUE, GROUP_METADATA_VALUE_VERSION, value
+    )
 
 
 def encode_group_tombstone(group: str) -> tuple[bytes, None]:
@@ -232,17 +235,19 @@ def encode_group_tombstone(group: str) -> tuple[bytes, None]:
 # --- decoding --------------------------------------------------------------------
 
 
-def _decode(msg, data) -> tuple[int, Struct]:
+def decode_versioned(msg, data, error: type[DecodeError] = RecordDecodeError) -> tuple[int, Struct]:
+    """(version, struct) of a coordinator record's key or value; `error` when
+    it is too short, of an unknown version, or malformed."""
     r = Reader(data)
     if r.remaining < 2:
-        raise RecordDecodeError(f"{msg.name}: {r.remaining} bytes, no version")
+        raise error(f"{msg.name}: {r.remaining} bytes, no version")
     version = _INT16.unpack(bytes(r.read(2)))[0]
     if version not in msg.valid:
-        raise RecordDecodeError(f"{msg.name} has no version {version}")
+        raise error(f"{msg.name} has no version {version}")
     try:
         return version, message_codec(msg, version).decode(r)
     except DecodeError as e:
-        raise RecordDecodeError(f"{msg.name} v{version}: {e}") from None
+        raise error(f"{msg.name} v{version}: {e}") from None
 
 
 def key_version(key) -> int:
@@ -257,10 +262,10 @@ def decode_record(key, value) -> OffsetCommitRecord | GroupMetadataRecord | None
     offset commits and classic group metadata. Raises RecordDecodeError."""
     kv = key_version(key)
     if kv in (0, 1):
-        _, k = _decode(OFFSET_COMMIT_KEY, key)
+        _, k = decode_versioned(OFFSET_COMMIT_KEY, key)
         if value is None:
             return OffsetCommitRecord(k.group, k.topic, k.partition)
-        _, v = _decode(OFFSET_COMMIT_VALUE, value)
+        _, v = decode_versioned(OFFSET_COMMIT_VALUE, value)
         return OffsetCommitRecord(
             k.group,
             k.topic,
@@ -272,10 +277,10 @@ def decode_record(key, value) -> OffsetCommitRecord | GroupMetadataRecord | None
             expire_timestamp=v.expire_timestamp,
         )
     if kv == 2:
-        _, k = _decode(GROUP_METADATA_KEY, key)
+        _, k = decode_versioned(GROUP_METADATA_KEY, key)
         if value is None:
             return GroupMetadataRecord(k.group, tombstone=True)
-        _, v = _decode(GROUP_METADATA_VALUE, value)
+        _, v = decode_versioned(GROUP_METADATA_VALUE, value)
         members = tuple(
             MemberMetadataRecord(
                 member_id=m.member_id,

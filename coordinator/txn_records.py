@@ -11,12 +11,10 @@ tagged producer-id fields of KIP-890) for transactions v2; both decode here.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
+from coordinator.records import decode_versioned, encode_versioned
 from coordinator.txn_state import TxnState
-from wire.buffers import Reader
-from wire.codec import message_codec
 from wire.errors import DecodeError
 from wire.schema import F, message
 
@@ -51,7 +49,6 @@ TRANSACTION_LOG_VALUE = message(
 )  # fmt: skip
 
 KEY_VERSION = 0
-_INT16 = struct.Struct(">h")
 
 
 class TxnRecordDecodeError(DecodeError):
@@ -75,12 +72,10 @@ class TxnLogValue:
     client_transaction_version: int = 0
 
 
-def _encode(msg, version: int, body: dict) -> bytes:
-    return _INT16.pack(version) + message_codec(msg, version).encode(body)
-
-
 def encode_key(transactional_id: str) -> bytes:
-    return _encode(TRANSACTION_LOG_KEY, KEY_VERSION, {"transactional_id": transactional_id})
+    return encode_versioned(
+        TRANSACTION_LOG_KEY, KEY_VERSION, {"transactional_id": transactional_id}
+    )
 
 
 def encode_value(value: TxnLogValue) -> bytes:
@@ -104,20 +99,11 @@ def encode_value(value: TxnLogValue) -> bytes:
         "transaction_start_timestamp_ms": value.start_timestamp_ms,
         "client_transaction_version": value.client_transaction_version,
     }
-    return _encode(TRANSACTION_LOG_VALUE, version, body)
+    return encode_versioned(TRANSACTION_LOG_VALUE, version, body)
 
 
 def _decode(msg, data):
-    r = Reader(data)
-    if r.remaining < 2:
-        raise TxnRecordDecodeError(f"{msg.name}: {r.remaining} bytes, no version")
-    version = _INT16.unpack(bytes(r.read(2)))[0]
-    if version not in msg.valid:
-        raise TxnRecordDecodeError(f"{msg.name} has no version {version}")
-    try:
-        return message_codec(msg, version).decode(r)
-    except DecodeError as e:
-        raise TxnRecordDecodeError(f"{msg.name} v{version}: {e}") from None
+    return decode_versioned(msg, data, TxnRecordDecodeError)[1]
 
 
 def decode_key(key) -> str:
