@@ -28,7 +28,7 @@ def read_committed(bootstrap: str, topic: str, partitions: int, expect: int) -> 
 def transaction_coordinator(cluster, txn_id: str) -> int | None:
     """The broker coordinating `txn_id`, as a running broker answers; None
     while there is none (its partition has no leader yet)."""
-    node = next(n for n, broker in cluster.brokers.items() if broker.running)
+    node = next(n for n, broker in cluster.brokers.items() if broker.running())
     with RawClient(cluster.inbound[node].address) as client:
         response = client.call(
             ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn_id]}
