@@ -18,15 +18,18 @@
    go in the first cleaning after it. An emptied batch that holds the last
    offset of a producer the log still tracks stays as an empty batch header
    (Kafka's RETAIN_EMPTY), so the producer's last sequence survives. Control
-   and committed transactional batches are copied unchanged, and the old
-   segments' transaction index entries are carried into the cleaned
-   segment's. Transactions: as in Kafka, the cleanable section ends at the
-   first unstable offset (log_to_clean), records of aborted transactions
-   (found through the transaction index) neither enter the offset map nor
-   survive a cleaning (an emptied batch holding an active producer's last
-   offset stays as a header), and markers stay (Kafka removes them after
-   delete.retention.ms once their transaction's data is gone; Gregor does
-   not yet).
+   Transactions, as Kafka's cleaner (CleanedTransactionMetadata): the
+   cleanable section ends at the first unstable offset (log_to_clean);
+   records of aborted transactions (found through the transaction index)
+   neither enter the offset map nor survive a cleaning (an emptied batch
+   holding an active producer's last offset stays as a header); committed
+   transactional batches are compacted like any other, keeping their
+   producer and transactional flag. A marker whose transaction has no batch
+   left when the cleaning reads it (its data removed by an earlier
+   cleaning) is discardable: the first such cleaning gives it a delete
+   horizon (now + delete.retention.ms), a cleaning after the horizon removes
+   it (keeping an empty header if it is its producer's last batch), and an
+   aborted transaction's index entry goes with its marker.
 4. Each group is swapped in under the log's lock (`UnifiedLog.replace_segments`):
    `.cleaned` -> `.swap`, old segments -> `.deleted`, `.swap` -> `.log`, old
    files unlinked (reads in flight keep their open descriptors). Recovery
@@ -49,8 +52,11 @@ from logstore.files import CLEANED_SUFFIX, fsync_path
 from logstore.index import INT32_MAX
 from logstore.segment import LogSegment
 from logstore.transaction_index import AbortedTxn
+from wire.errors import DecodeError
 from wire.records import (
     COMPRESSION_MASK,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
     DELETE_HORIZON_MASK,
     NO_TIMESTAMP,
     BatchHeader,
@@ -59,6 +65,7 @@ from wire.records import (
     encode_batch,
     encode_records,
     iter_records,
+    parse_control_record,
     read_batch_header,
     record_timestamp,
     validate_batch,
@@ -133,7 +140,7 @@ def clean_log(
     now = plog.now_ms()
     stats = CleanerStats()
     offset_map = OffsetMap(max_map_entries)
-    aborted = AbortedRanges(
+    txns = TxnCleaning(
         plog.collect_aborted_transactions(
             to_clean.segments[0].base_offset if to_clean.segments else 0,
             to_clean.first_uncleanable_offset,
@@ -145,7 +152,7 @@ def clean_log(
         to_clean.first_uncleanable_offset,
         offset_map,
         stats,
-        aborted,
+        txns.aborted,
     )
     end_offset = offset_map.latest_offset + 1
     active_producers = plog.active_producer_last_offsets()
@@ -169,7 +176,7 @@ def clean_log(
             active_producers=active_producers,
             config=config,
             stats=stats,
-            aborted=aborted,
+            txns=txns,
         )
         if not plog.replace_segments(cleaned, segments, [t.size for t in group]):
             log.info("%s: the log changed while it was cleaned; cleaning stopped", plog.dir)
@@ -208,6 +215,50 @@ class AbortedRanges:
 
 
 NO_ABORTED = AbortedRanges([])
+
+
+class TxnCleaning:
+    """The transactions of one cleaning, read in offset order: which data
+    batches are aborted, which markers may go, and which aborted
+    transactions keep their index entry (Kafka's CleanedTransactionMetadata)."""
+
+    def __init__(self, aborted: list[AbortedTxn]):
+        self.aborted = AbortedRanges(aborted)
+        self._by_marker = {(txn.producer_id, txn.last_offset): txn for txn in aborted}
+        # Producers with a batch of their current transaction read since their last marker.
+        self._committed_read: set[int] = set()
+        self._aborted_read: set[int] = set()
+        # (producer id, marker offset) of the ABORT markers kept.
+        self.kept_aborts: set[tuple[int, int]] = set()
+
+    def is_aborted(self, h: BatchHeader) -> bool:
+        """A data batch of an aborted transaction (noted as read)."""
+        if self.aborted.holds(h):
+            self._aborted_read.add(h.producer_id)
+            return True
+        if h.is_transactional and not h.is_control:
+            self._committed_read.add(h.producer_id)
+        return False
+
+    def marker_discardable(self, h: BatchHeader, commit: bool) -> bool:
+        """Whether the marker's transaction has no batch left (the producer's
+        batches since its previous marker were all removed earlier)."""
+        read = self._committed_read if commit else self._aborted_read
+        discardable = h.producer_id not in read
+        read.discard(h.producer_id)
+        return discardable
+
+    def keep_abort(self, h: BatchHeader) -> None:
+        self.kept_aborts.add((h.producer_id, h.base_offset))
+
+    def index_entries(self, segments) -> list[AbortedTxn]:
+        """The index entries of `segments` whose ABORT marker was kept."""
+        return [
+            txn
+            for seg in segments
+            for txn in seg.txn_index.entries()
+            if (txn.producer_id, txn.last_offset) in self.kept_aborts
+        ]
 
 
 def build_offset_map(
@@ -287,12 +338,14 @@ def clean_segments(
     active_producers: dict[int, int],
     config,
     stats: CleanerStats,
-    aborted: AbortedRanges = NO_ABORTED,
+    txns: TxnCleaning | None = None,
 ) -> LogSegment:
     """Write the retained batches of `segments` into a new `.cleaned`
     segment named after the first one, indexed, fsynced, with the last old
     segment's modification time (retention by time falls back on it)."""
     cleaned = LogSegment.create(dir, segments[0].base_offset, config, now, suffix=CLEANED_SUFFIX)
+    if txns is None:
+        txns = TxnCleaning([])
     try:
         pending = bytearray()
         headers: list[tuple[int, BatchHeader]] = []
@@ -310,7 +363,7 @@ def clean_segments(
                     delete_retention_ms=delete_retention_ms,
                     active_producers=active_producers,
                     stats=stats,
-                    aborted=aborted,
+                    txns=txns,
                 )
                 if kept is None:
                     continue
@@ -321,11 +374,9 @@ def clean_segments(
                     pending, headers = bytearray(), []
         if headers:
             cleaned.append(pending, headers)
-        # Markers and transactional batches are kept as they are, so every
-        # aborted transaction the old segments listed is still there.
-        for seg in segments:
-            for txn in seg.txn_index.entries():
-                cleaned.update_txn_index(txn)
+        # An aborted transaction stays listed as long as its marker stays.
+        for txn in txns.index_entries(segments):
+            cleaned.update_txn_index(txn)
         stats.bytes_written += cleaned.size
         cleaned.on_become_inactive()
         for path in cleaned.paths:
@@ -347,16 +398,19 @@ def filter_batch(
     delete_retention_ms: int,
     active_producers: dict[int, int],
     stats: CleanerStats,
-    aborted: AbortedRanges = NO_ABORTED,
+    txns: TxnCleaning | None = None,
 ) -> bytes | None:
     """The batch as it stays in the cleaned log (the same bytes, a rebuilt
-    batch, an empty batch header), or None when it goes."""
-    if aborted.holds(h):
+    batch, an empty batch header), or None when it goes. `txns` follows the
+    transactions across the cleaning's batches, in offset order."""
+    if txns is None:
+        txns = TxnCleaning([])
+    if h.is_control:
+        return _filter_marker(data, h, now, delete_retention_ms, active_producers, stats, txns)
+    if txns.is_aborted(h):
         stats.records_read += h.records_count
         stats.records_removed += h.records_count
         return _emptied(h, active_producers)
-    if h.is_control or h.is_transactional:
-        return data
     horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
     records = list(iter_records(data))
     stats.records_read += len(records)
@@ -378,6 +432,45 @@ def filter_batch(
             return data
         return _rebuild(h, retained, horizon)
     return _emptied(h, active_producers)
+
+
+def _filter_marker(
+    data: bytes,
+    h: BatchHeader,
+    now: int,
+    delete_retention_ms: int,
+    active_producers: dict[int, int],
+    stats: CleanerStats,
+    txns: TxnCleaning,
+) -> bytes | None:
+    """A control batch: a transaction marker goes in two cleanings once its
+    transaction has no batch left (a delete horizon first, removal after
+    it); anything else stays as it is."""
+    records = list(iter_records(data))
+    if h.producer_id < 0 or len(records) != 1:
+        return data  # an emptied marker kept for its producer, or not a marker
+    try:
+        kind, _ = parse_control_record(records[0])
+    except DecodeError:
+        return data
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return data
+    commit = kind == CONTROL_COMMIT
+    discardable = txns.marker_discardable(h, commit)
+    horizon = h.base_timestamp if h.attributes & DELETE_HORIZON_MASK else None
+    stats.records_read += 1
+    if discardable and horizon is not None and now >= horizon:
+        stats.records_removed += 1
+        return _emptied(h, active_producers)
+    if not commit:
+        txns.keep_abort(h)
+    if not discardable:
+        return data
+    if horizon is None:
+        horizon = now + delete_retention_ms
+        data = _rebuild(h, records, horizon)
+    stats.latest_delete_horizon = max(stats.latest_delete_horizon, horizon)
+    return data
 
 
 def _emptied(h: BatchHeader, active_producers: dict[int, int]) -> bytes | None:

@@ -19,7 +19,13 @@ from logstore.log_validator import RecordsError, validate_records
 from logstore.producer_state import decode_snapshot
 from logstore.transaction_index import AbortedTxn
 from wire.error_codes import ErrorCode
-from wire.records import RecordInput, build_batch, build_control_batch, iter_batches
+from wire.records import (
+    DELETE_HORIZON_MASK,
+    RecordInput,
+    build_batch,
+    build_control_batch,
+    iter_batches,
+)
 
 from .compaction_helpers import clean, compact_config, kv_batch, records_of
 from .helpers import OPEN_LIMITS, T0, FakeClock, batch, open_log, read_all
@@ -539,3 +545,61 @@ def test_cleaner_stops_at_the_first_unstable_offset(tmp_path):
     # The latest value below the open transaction survives: nothing at or
     # above the first unstable offset was looked at.
     assert open_at - 1 in offsets
+
+
+def _markers(log) -> list[tuple[int, bool]]:
+    """(offset, has a delete horizon) of every control batch."""
+    return [
+        (h.base_offset, bool(h.attributes & DELETE_HORIZON_MASK))
+        for _, h in iter_batches(read_all(log))
+        if h.is_control
+    ]
+
+
+def test_cleaner_compacts_committed_transactions_and_removes_markers_in_two_passes(tmp_path):
+    clock = FakeClock()
+    log = open_log(tmp_path / "t-0", compact_config(delete_retention_ms=1000), clock)
+    log.append(_txn_kv(A, 0, "k", "txn-old"), 0)  # 0
+    Producer(log, A).end(commit=True)  # 1
+    log.append(_txn_kv(B, 0, "j", "aborted"), 0)  # 2
+    Producer(log, B).end(commit=False)  # 3
+    # Later transactions of both producers, so that the first ones' batches are
+    # not the producers' last (those stay as empty headers, and their markers with them).
+    log.append(_txn_kv(A, 1, "a", "txn-kept"), 0)  # 4
+    Producer(log, A).end(commit=True)  # 5
+    log.append(_txn_kv(B, 1, "b", "txn-kept"), 0)  # 6
+    Producer(log, B).end(commit=True)  # 7
+    for i in range(12):
+        log.append(kv_batch([("k", f"new{i}")]), 0)
+
+    def clean_again(tag: str) -> None:
+        log.append(kv_batch([("dirt", tag)]), 0)
+        log.roll()
+        replicate(log)
+        assert clean(log, tmp_path) is not None
+
+    clean_again("1")
+    kept = {(key, value) for _, key, value in records_of(log)}
+    # Committed transactional records compact like any other; aborted ones go.
+    assert ("k", "txn-old") not in kept and ("j", "aborted") not in kept
+    assert ("a", "txn-kept") in kept and ("b", "txn-kept") in kept
+    txn_batches = [h for _, h in iter_batches(read_all(log)) if h.base_offset == 4]
+    assert txn_batches[0].is_transactional and txn_batches[0].producer_id == A
+    # The first pass read the transactions' batches: their markers stay as they were.
+    assert _markers(log) == [(1, False), (3, False), (5, False), (7, False)]
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == [AbortedTxn(B, 2, 3, 4)]
+
+    clean_again("2")
+    # Nothing of the first two transactions is left: their markers get a horizon.
+    assert _markers(log) == [(1, True), (3, True), (5, False), (7, False)]
+    clean_again("3")
+    assert _markers(log) == [(1, True), (3, True), (5, False), (7, False)]
+
+    clock.advance(1001)
+    clean_again("4")
+    assert _markers(log) == [(5, False), (7, False)]
+    # The aborted transaction went with its marker.
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == []
+    assert txn_indexes(tmp_path / "t-0") in ({}, {"00000000000000000000.txnindex": b""})
+    kept_after = {(key, value) for _, key, value in records_of(log)}
+    assert {("a", "txn-kept"), ("b", "txn-kept"), ("k", "new11")} <= kept_after
