@@ -47,8 +47,10 @@ from wire.records import RecordInput, build_batch, iter_batches, iter_records
 if TYPE_CHECKING:
     from broker.partition import Partition
 
-# How much of a partition's log one read brings in while loading.
-LOAD_READ_BYTES = 4 * 1024 * 1024
+# How much of a partition's log one read brings in while loading, by default
+# (Kafka's offsets.load.buffer.size; transaction.state.log.load.buffer.size
+# sets the transaction coordinator's).
+LOAD_READ_BYTES = 5 * 1024 * 1024
 # Records replayed between yields to the event loop while loading.
 LOAD_SLICE = 5000
 
@@ -81,6 +83,7 @@ class CoordinatorDriver:
         *,
         compression: int,
         commit_timeout_ms: int,
+        load_buffer_bytes: int = LOAD_READ_BYTES,
     ):
         self.node_id = node_id
         self.config = config
@@ -89,6 +92,7 @@ class CoordinatorDriver:
         self.coordinator = coordinator
         self.compression = compression
         self.commit_timeout_ms = commit_timeout_ms
+        self.load_buffer_bytes = load_buffer_bytes
         self._tokens = itertools.count(1)
         # token -> [event, response]; the Reply for the token fills it in.
         self._waiting: dict[int, list] = {}
@@ -206,11 +210,10 @@ class CoordinatorDriver:
                 (time.monotonic() - started) * 1000,
             )
 
-    @staticmethod
-    def _read_chunk(partition: Partition, offset: int, end: int) -> tuple[list, int]:
+    def _read_chunk(self, partition: Partition, offset: int, end: int) -> tuple[list, int]:
         """Blocking: the (key, value) pairs of the data batches from `offset`
-        below `end`, about LOAD_READ_BYTES of them, and the offset after them."""
-        result = partition.log.read(offset, LOAD_READ_BYTES, end, True)
+        below `end`, about load_buffer_bytes of them, and the offset after them."""
+        result = partition.log.read(offset, self.load_buffer_bytes, end, True)
         data = result.read_bytes()
         records: list[tuple[bytes | None, bytes | None]] = []
         for pos, header in iter_batches(data):

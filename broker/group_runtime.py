@@ -25,7 +25,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
-from broker.coordinator_driver import LOAD_READ_BYTES, CoordinatorDriver, now_ms
+from broker.coordinator_driver import CoordinatorDriver, now_ms
 from broker.metadata.delta import MetadataDelta
 from broker.metadata.image import MetadataImage, TopicImage
 from broker.metadata.publisher import MetadataCache
@@ -186,13 +186,12 @@ class GroupRuntime(CoordinatorDriver):
         # fenced producer's offsets are refused), sequences are not.
         return AppendOrigin.COORDINATOR if action.transactional else AppendOrigin.CLIENT
 
-    @staticmethod
-    def _read_chunk(partition: Partition, offset: int, end: int) -> tuple[list, int]:
+    def _read_chunk(self, partition: Partition, offset: int, end: int) -> tuple[list, int]:
         """Blocking: the records from `offset` below `end` (about
-        LOAD_READ_BYTES of them) as replay items, and the offset after them:
+        load_buffer_bytes of them) as replay items, and the offset after them:
         (key, value) pairs, a transactional batch's records as
         TransactionalRecord, its marker as TransactionEnd."""
-        result = partition.log.read(offset, LOAD_READ_BYTES, end, True)
+        result = partition.log.read(offset, self.load_buffer_bytes, end, True)
         data = result.read_bytes()
         items: list = []
         for pos, header in iter_batches(data):

@@ -62,6 +62,7 @@ class TransactionRuntime(CoordinatorDriver):
             TransactionCoordinator(txn_config(config, None)),
             compression=0,  # __transaction_state is written uncompressed, as in Kafka
             commit_timeout_ms=config["offsets.commit.timeout.ms"],
+            load_buffer_bytes=config["transaction.state.log.load.buffer.size"],
         )
         self.sender = sender
 
