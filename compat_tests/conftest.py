@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import pytest
 
@@ -200,7 +201,7 @@ def admin(bootstrap):
 
 
 @pytest.fixture
-def topic(admin, name):
+def topic(admin, name, bootstrap):
     """Create topics for a test: topic(partitions=1, config={}) -> name (waits until usable)."""
 
     def create(partitions: int = 1, config: dict | None = None, topic_name: str | None = None):
@@ -214,6 +215,23 @@ def topic(admin, name):
         )
         fs[t].result(timeout=30)
         wait_for_leaders(admin, t, partitions)
+        wait_for_leaders_serving(bootstrap, t, partitions)
         return t
 
     return create
+
+
+def wait_for_leaders_serving(bootstrap: str, topic: str, partitions: int) -> None:
+    """Until every partition's leader answers ListOffsets: Kafka lists a new
+    partition's leader in Metadata a moment before that leader serves it,
+    and a raw request (which, unlike a client, does not retry) sent in
+    between gets NOT_LEADER_OR_FOLLOWER. Writes nothing, so a test still
+    starts from an empty topic."""
+    from compatlib import raw
+
+    deadline = time.monotonic() + 15
+    with raw.Connection(bootstrap) as conn:
+        for p in range(partitions):
+            while raw.list_offsets(conn, topic, p, -1)[0] != 0:
+                assert time.monotonic() < deadline, f"{topic}-{p}: no leader serving after 15 s"
+                time.sleep(0.05)
