@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 from compatlib import java
 from compatlib.common import ck_produce, unique, wait_for_leaders
+from compatlib.ecosystem import log_tail, start_jvm
 
 INPUT, OUTPUT = "streams-plaintext-input", "streams-wordcount-output"
 DEMO = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"
@@ -48,9 +49,10 @@ def _fresh_topics(admin) -> None:
         wait_for_leaders(admin, t, 2)
 
 
-def _latest_counts(bootstrap: str, want: dict[str, int]) -> dict[str, int]:
+def _latest_counts(bootstrap: str, want: dict[str, int], demo) -> dict[str, int]:
     """The last count of each word in the output (read_committed), once every
-    word reached its expected count or the deadline passed."""
+    word reached its expected count, the deadline passed, or the demo exited
+    and nothing more came."""
     from confluent_kafka import Consumer
 
     c = Consumer(
@@ -67,6 +69,8 @@ def _latest_counts(bootstrap: str, want: dict[str, int]) -> dict[str, int]:
     try:
         while time.monotonic() < deadline and counts != want:
             m = c.poll(0.5)
+            if m is None and demo.poll() is not None:
+                break
             if m is None or m.error():
                 continue
             counts[m.key().decode()] = struct.unpack(">q", m.value())[0]
@@ -93,10 +97,10 @@ def test_kafka_streams_word_count(bootstrap, admin, tmp_path, guarantee):
         },
         tmp_path,
     )
-    demo = java.popen(DEMO, props)
+    log = tmp_path / "wordcount.log"
+    demo = start_jvm(DEMO, props, log=log)
     try:
-        got = _latest_counts(bootstrap, want)
+        got = _latest_counts(bootstrap, want, demo)
     finally:
         code = java.stop(demo)
-        out, err = demo.communicate()
-    assert got == want, f"counts differ (demo exit {code}):\n{err[-3000:]}"
+    assert got == want, f"counts differ (demo exit {code}):\n{log_tail(log)}"
