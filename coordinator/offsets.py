@@ -71,7 +71,12 @@ class Offsets:
         # (offset, position). Positions order offsets as the log does, so a
         # plain commit written after a transactional one wins over it when the
         # transaction commits (Kafka compares the records' log offsets).
+        # A producer's group entry stays, even emptied by a tombstone, until
+        # the marker: the transaction is still open in that group.
         self._pending_txn: dict[int, dict[str, dict[tuple[str, int], tuple]]] = {}
+        # Transactional offsets made durable after a pending tombstone of the
+        # same partition: (producer id, offset, position), back if it fails.
+        self._shadowed_pending: dict[tuple[str, str, int], list[tuple]] = {}
         self._positions: dict[tuple[str, tuple[str, int]], int] = {}
         self._last_position = 0
 
@@ -90,7 +95,9 @@ class Offsets:
         self._positions[(group_id, tp)] = self._next_position()
 
     def remove_committed(self, group_id: str, tp: tuple[str, int]) -> None:
-        """An offset tombstone read from the log."""
+        """An offset tombstone read from the log: it removes the transactional
+        offsets pending for the partition too (Kafka's replay of a tombstone)."""
+        self._drop_pending(group_id, tp)
         offsets = self._offsets.get(group_id)
         self._positions.pop((group_id, tp), None)
         if offsets is not None:
@@ -117,6 +124,24 @@ class Offsets:
     def has_pending(self, group_id: str, tp: tuple[str, int]) -> bool:
         return any(tp in groups.get(group_id, {}) for groups in self._pending_txn.values())
 
+    def _has_open_transaction(self, group_id: str) -> bool:
+        """Some producer has transactional offsets pending in the group."""
+        return any(groups.get(group_id) for groups in self._pending_txn.values())
+
+    def _pending_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        return {tp for groups in self._pending_txn.values() for tp in groups.get(group_id, {})}
+
+    def _drop_pending(self, group_id: str, tp: tuple[str, int]) -> list[tuple]:
+        """Remove the partition's pending offsets of every producer; returns
+        them as (producer id, offset, position)."""
+        dropped = []
+        for pid, groups in self._pending_txn.items():
+            pending = groups.get(group_id)
+            if pending is not None and tp in pending:
+                oam, position = pending.pop(tp)
+                dropped.append((pid, oam, position))
+        return dropped
+
     def end_transaction(self, partition: int, producer_id: int, commit: bool, now_ms: int) -> None:
         """`producer_id`'s transaction ended in `partition` of __consumer_offsets:
         its offsets for the groups of that partition become committed
@@ -140,11 +165,17 @@ class Offsets:
             del self._pending_txn[producer_id]
 
     def known_partitions(self, group_id: str) -> list[tuple[str, int]]:
-        """The partitions the group has an offset for, committed or in flight."""
-        offsets = self._offsets.get(group_id, {})
-        return list(offsets) + [
-            tp for tp in self._pending_commits.get(group_id, {}) if tp not in offsets
-        ]
+        """The partitions the group has an offset for: committed, in flight,
+        or pending in a transaction (Kafka's deleteAllOffsets and
+        onTopicsDeleted tombstone those too)."""
+        known = list(self._offsets.get(group_id, {}))
+        for tp in self._pending_commits.get(group_id, {}):
+            if tp not in known:
+                known.append(tp)
+        for tp in sorted(self._pending_partitions(group_id)):
+            if tp not in known:
+                known.append(tp)
+        return known
 
     # --- loading and unloading ------------------------------------------------
 
@@ -165,6 +196,8 @@ class Offsets:
             del self._tombstoned[key]
         for key in [k for k in self._shadowed if partition_for(k[0]) == partition]:
             del self._shadowed[key]
+        for key in [k for k in self._shadowed_pending if partition_for(k[0]) == partition]:
+            del self._shadowed_pending[key]
         for position_key in [k for k in self._positions if partition_for(k[0]) == partition]:
             del self._positions[position_key]
         for pid, groups in list(self._pending_txn.items()):
@@ -296,21 +329,12 @@ class Offsets:
             return [reply()]
         persist = self._runtime.persist(group.partition, records)
         position = self._next_position()
-        pending = self._pending_commits.setdefault(group_id, {})
-        for tp, _ in staged:
-            pending[tp] = pending.get(tp, 0) + 1
+        self._track_in_flight(group_id, staged)
         write_id = persist.write_id
         partition = group.partition
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
-            counts = self._pending_commits.get(group_id)
-            for tp, _ in staged:
-                if counts is not None and tp in counts:
-                    counts[tp] -= 1
-                    if counts[tp] <= 0:
-                        del counts[tp]
-            if counts is not None and not counts:
-                self._pending_commits.pop(group_id, None)
+            self._settle_in_flight(group_id, staged)
             if error != NONE:
                 return [reply(append_error_to_response_error(error))]
             if self._runtime.is_active(partition):
@@ -329,6 +353,25 @@ class Offsets:
 
         self._runtime.then(persist, done)
         return [persist]
+
+    def _track_in_flight(self, group_id: str, staged: list) -> None:
+        """Commits written, not yet durable: deletions and retention see them
+        (Kafka has them in its state from the write on)."""
+        counts = self._pending_commits.setdefault(group_id, {})
+        for tp, _ in staged:
+            counts[tp] = counts.get(tp, 0) + 1
+
+    def _settle_in_flight(self, group_id: str, staged: list) -> None:
+        counts = self._pending_commits.get(group_id)
+        if counts is None:
+            return  # unloaded meanwhile
+        for tp, _ in staged:
+            if tp in counts:
+                counts[tp] -= 1
+                if counts[tp] <= 0:
+                    del counts[tp]
+        if not counts:
+            self._pending_commits.pop(group_id, None)
 
     def txn_offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         """TxnOffsetCommit: the offsets go to the log in a transactional batch
@@ -380,14 +423,26 @@ class Offsets:
             producer_epoch=req.producer_epoch,
         )
         position = self._next_position()
+        self._track_in_flight(group_id, staged)
         partition = group.partition
+        write_id = persist.write_id
+        producer_id = req.producer_id
 
         def done(error: ErrorCode, _done_ms: int) -> list[Action]:
+            self._settle_in_flight(group_id, staged)
             if error != NONE:
                 return [reply(append_error_to_response_error(error))]
             if self._runtime.is_active(partition):
-                for tp, oam in staged:
-                    self.add_pending(req.producer_id, group_id, tp, oam, position)
+                for (topic, part), oam in staged:
+                    key = (group_id, topic, part)
+                    if self._tombstoned.get(key, 0) > write_id:
+                        # A later tombstone removes it, unless that tombstone fails.
+                        self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
+                        self._shadowed_pending.setdefault(key, []).append(
+                            (producer_id, oam, position)
+                        )
+                        continue
+                    self.add_pending(producer_id, group_id, (topic, part), oam, position)
             return [reply()]
 
         self._runtime.then(persist, done)
@@ -568,16 +623,23 @@ class Offsets:
         group_id = group.group_id
         offsets = self._offsets.get(group_id, {})
         pending = self._pending_commits.get(group_id, {})
+        # A group with an open transaction is not deleted, and an offset with
+        # transactional offsets pending does not expire (as Kafka).
+        open_txn = self._has_open_transaction(group_id)
         if not offsets:
-            return not pending, []
+            return not pending and not open_txn, []
         base = self._expiration_base(group)
         if base is None:
             return False, []
         retention = self.config.offsets_retention_ms
-        all_expired = not pending
+        all_expired = not pending and not open_txn
         expired = []
         for (topic, part), oam in offsets.items():
-            if group.is_subscribed_to_topic(topic) or (topic, part) in pending:
+            if (
+                group.is_subscribed_to_topic(topic)
+                or (topic, part) in pending
+                or self.has_pending(group_id, (topic, part))
+            ):
                 all_expired = False
                 continue
             if oam.expire_timestamp_ms is not None:
@@ -626,20 +688,27 @@ class Offsets:
     # =========================================================================
 
     def _has_offset(self, group_id: str, topic: str, part: int) -> bool:
-        return (topic, part) in self._offsets.get(group_id, {}) or (
-            (topic, part) in self._pending_commits.get(group_id, {})
+        """Committed, being committed, or pending in a transaction (Kafka's
+        OffsetDelete tombstones a partition with only pending offsets too)."""
+        tp = (topic, part)
+        return (
+            tp in self._offsets.get(group_id, {})
+            or tp in self._pending_commits.get(group_id, {})
+            or self.has_pending(group_id, tp)
         )
 
     def tombstone_offsets(
         self, group_id: str, tps: list[tuple[str, int]], records: list
     ) -> list[_Removed]:
-        """Forget offsets now and add their tombstones; returns what was removed."""
+        """Forget offsets now, committed and pending in transactions, and add
+        their tombstones; returns what was removed."""
         offsets = self._offsets.get(group_id, {})
         removed = []
         for topic, part in tps:
             old = offsets.pop((topic, part), None)
+            pending = self._drop_pending(group_id, (topic, part))
             records.append(encode_offset_tombstone(group_id, topic, part))
-            removed.append(((group_id, topic, part), old))
+            removed.append(((group_id, topic, part), old, pending))
         if not offsets:
             self._offsets.pop(group_id, None)
         return removed
@@ -651,7 +720,7 @@ class Offsets:
         removed comes back (Kafka reverts to the log on a failed append)."""
         write_id = persist.write_id
         partition = persist.partition
-        for key, _ in removed:
+        for key, _, _ in removed:
             self._tombstoned[key] = write_id
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
@@ -661,23 +730,31 @@ class Offsets:
             if revert:
                 for snap in groups:
                     self._membership.restore_group(snap, done_ms)
-            for key, old in removed:
+            for key, old, pending in removed:
                 if self._tombstoned.get(key) != write_id:
                     continue  # a later tombstone of the same offset decides
                 del self._tombstoned[key]
                 value = self._shadowed.pop(key, None) or old
-                if revert and value is not None:
-                    group_id, topic, part = key
+                pending = pending + self._shadowed_pending.pop(key, [])
+                if not revert:
+                    continue
+                group_id, topic, part = key
+                if value is not None:
                     if self._membership.group(group_id) is None:
                         self._membership.create_group(group_id, done_ms)
                     self._offsets.setdefault(group_id, {}).setdefault((topic, part), value)
+                for producer_id, oam, position in pending:
+                    open_groups = self._pending_txn.get(producer_id, {})
+                    if group_id in open_groups:  # its transaction is still open
+                        open_groups[group_id].setdefault((topic, part), (oam, position))
             return []
 
         self._runtime.then(persist, done)
 
 
-# ((group, topic, partition), the committed value removed or None)
-_Removed = tuple[tuple[str, str, int], "OffsetAndMetadata | None"]
+# ((group, topic, partition), the committed value removed or None, the
+# transactional offsets removed as (producer id, offset, position))
+_Removed = tuple[tuple[str, str, int], "OffsetAndMetadata | None", list[tuple]]
 
 
 def _commit_all_error(token, topics, code: ErrorCode) -> list[Action]:

@@ -66,7 +66,13 @@ def replay_records(
             continue
         if isinstance(item, TransactionalRecord):
             rec = decode_record(item.key, item.value)
-            if isinstance(rec, OffsetCommitRecord) and rec.offset is not None:
+            if isinstance(rec, OffsetCommitRecord):
+                if rec.offset is None:
+                    # A tombstone counts at once, in a transaction or not (Kafka).
+                    _replay_offset(rec, membership, offsets, now_ms)
+                    continue
+                if membership.group(rec.group) is None:
+                    membership.create_group(rec.group, now_ms)
                 offsets.add_pending(
                     item.producer_id,
                     rec.group,
