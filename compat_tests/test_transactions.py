@@ -9,7 +9,7 @@ both versions give alike.
 from __future__ import annotations
 
 import pytest
-from compatlib import java
+from compatlib import franz, java
 from compatlib.common import ck_produce, unique, wait_until
 from compatlib.transactions import (
     TIMEOUT,
@@ -337,3 +337,85 @@ def test_kafka_python_transactions(bootstrap, topic):
 
     assert read("read_committed") == [b"committed"]
     assert read("read_uncommitted") == [b"aborted", b"committed"]
+
+
+@pytest.mark.client("franz-go")
+@pytest.mark.api("InitProducerId", "AddPartitionsToTxn", "EndTxn", "Fetch")
+def test_franz_go_transactions(bootstrap, topic):
+    t = topic(partitions=2)
+    plan = "commit:4,abort:4,commit:4"
+    made = franz.run(
+        "txn",
+        "--topic",
+        t,
+        "--txn-id",
+        unique("franz"),
+        "--plan",
+        plan,
+        "--partitions",
+        2,
+        brokers=bootstrap,
+    )
+    assert made.returncode == 0 and not made.errors, made
+    assert [(line["end"], line["records"]) for line in made.lines] == [
+        ("commit", 4),
+        ("abort", 4),
+        ("commit", 4),
+    ]
+    committed = franz.run(
+        "consume", "--topic", t, "--isolation", "committed", "--count", 8, brokers=bootstrap
+    )
+    assert committed.returncode == 0 and not committed.errors, committed
+    want = sorted(f"{i}-commit-{j}" for i in (0, 2) for j in range(4))
+    assert sorted(r["value"] for r in committed.records) == want
+    # Nothing else at read_committed; everything, markers aside, at read_uncommitted.
+    assert sorted(values(read_isolated(bootstrap, t, 2, "read_committed", 8))) == [
+        v.encode() for v in want
+    ]
+    everything = franz.run("consume", "--topic", t, "--count", 12, brokers=bootstrap)
+    assert sorted(r["value"] for r in everything.records) == sorted(
+        f"{i}-{end}-{j}" for i, end in enumerate(("commit", "abort", "commit")) for j in range(4)
+    )
+    assert {(r["partition"], r["offset"]) for r in everything.records if r["partition"] == 0} == {
+        (0, 0),
+        (0, 1),
+        (0, 3),
+        (0, 4),
+        (0, 6),
+        (0, 7),
+    }
+
+
+@pytest.mark.client("franz-go")
+@pytest.mark.api("AddOffsetsToTxn", "TxnOffsetCommit", "OffsetFetch", "EndTxn")
+def test_franz_go_group_transact_session_is_exactly_once(bootstrap, topic):
+    source, sink = topic(partitions=2), topic(partitions=1)
+    ck_produce(bootstrap, source, [{"value": b"r%d" % i, "partition": i % 2} for i in range(200)])
+    group = unique("franz-eos")
+    copied = franz.run(
+        "txn-copy",
+        "--group",
+        group,
+        "--topic",
+        source,
+        "--output",
+        sink,
+        "--txn-id",
+        unique("franz-eos"),
+        "--count",
+        200,
+        "--abort-every",
+        3,
+        "--timeout",
+        "60s",
+        brokers=bootstrap,
+        timeout=90,
+    )
+    assert copied.returncode == 0 and not copied.errors, copied
+    # Polls of up to 20 records: ten transactions at least, some aborted.
+    assert copied.lines[-1]["committed"] == 200 and copied.lines[-1]["aborted"] > 0, copied
+    check_exactly_once(
+        read_isolated(bootstrap, source, 2, "read_committed", 200),
+        read_isolated(bootstrap, sink, 1, "read_committed", 200),
+    )
+    assert committed_offsets(bootstrap, group, source, 2) == {0: 100, 1: 100}

@@ -177,20 +177,20 @@ def leave_transaction_open(
     )
     producer = txn_producer(bootstrap, txn_id)
     consumer.subscribe([source])
-    got = []
+    got: list = []
     deadline = time.monotonic() + TIMEOUT
     try:
         while len(got) < records:
             assert time.monotonic() < deadline, f"read {len(got)} of {records} from {source}"
             for m in consumer.consume(records - len(got), timeout=0.5):
-                if m.error():
-                    if m.error().code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(m.error())
-                else:
+                error = m.error()
+                if error is None:
                     got.append(m)
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
         producer.begin_transaction()
         for m in got:
-            producer.produce(sink, key=m.key(), value=transform(m.value()))
+            producer.produce(sink, key=m.key(), value=transform(m.value() or b""))
         producer.send_offsets_to_transaction(
             consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), TIMEOUT
         )
