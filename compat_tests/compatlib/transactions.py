@@ -155,3 +155,58 @@ def check_exactly_once(source_rows, sink_rows) -> None:
         f"{sum(duplicates.values())} duplicates, {len(lost)} lost, {len(unexpected)} unexpected"
     )
     assert (duplicates, lost, unexpected) == ({}, [], [])
+
+
+def leave_transaction_open(
+    bootstrap: str, source: str, sink: str, group: str, txn_id: str, records: int
+):
+    """An instance of the application that dies mid-transaction: it consumes
+    `records` records of `source` in `group`, writes them transformed to `sink`
+    with the consumed offsets in a transaction, flushes, and never ends it.
+    Returns its producer (the zombie), so that nothing closes it meanwhile."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    producer = txn_producer(bootstrap, txn_id)
+    consumer.subscribe([source])
+    got: list = []
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while len(got) < records:
+            assert time.monotonic() < deadline, f"read {len(got)} of {records} from {source}"
+            for m in consumer.consume(records - len(got), timeout=0.5):
+                error = m.error()
+                if error is None:
+                    got.append(m)
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
+        producer.begin_transaction()
+        for m in got:
+            producer.produce(sink, key=m.key(), value=transform(m.value() or b""))
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), TIMEOUT
+        )
+        producer.flush(TIMEOUT)
+        return producer
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The offsets `group` has committed on each partition of `topic` (-1001: none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: tp.offset for tp in c.committed(tps, TIMEOUT)}
+    finally:
+        c.close()

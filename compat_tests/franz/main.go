@@ -8,7 +8,13 @@
 //	                      [--no-idempotent] [--auto-create] [--count N --value-size S]  (else JSON lines on stdin:
 //	                      {"key":"k","value":"v","headers":[["h","v"]],"partition":0,"timestamp":1700000000000})
 //	franz consume         --brokers B --topic T [--partition P] [--from start|end|N|ts:MS] [--count N]
-//	                      [--timeout 10s] [--reset start|end|none]
+//	                      [--timeout 10s] [--reset start|end|none] [--isolation committed|uncommitted]
+//	franz txn             --brokers B --topic T --txn-id X --plan commit:3,abort:2,... [--partitions N]
+//	                      (one transaction per step; record j of step i is "i-commit-j" or "i-abort-j",
+//	                      on partition j % N)
+//	franz txn-copy        --brokers B --group G --topic IN --output OUT --txn-id X --count N
+//	                      [--abort-every K]  (a GroupTransactSession: IN's records upper-cased to OUT
+//	                      with the group's offsets, each poll of up to 20 one transaction, every K-th aborted)
 //	franz group           --brokers B --group G --topic T --count N [--instance-id I] [--timeout 20s]
 //	franz admin OP        --brokers B ...   (OP: create-topic delete-topic describe-topic describe-configs
 //	                      alter-config add-partitions list-offsets delete-records metadata list-groups
@@ -108,6 +114,11 @@ func main() {
 	reset := fs.String("reset", "start", "reset policy on out of range: start, end, none")
 	timeout := fs.Duration("timeout", 15*time.Second, "overall timeout")
 	instanceID := fs.String("instance-id", "", "static group member id")
+	isolation := fs.String("isolation", "uncommitted", "committed or uncommitted (consume)")
+	txnID := fs.String("txn-id", "", "transactional id (txn, txn-copy)")
+	plan := fs.String("plan", "", "transactions: commit:N or abort:N, comma-separated (txn)")
+	output := fs.String("output", "", "output topic (txn-copy)")
+	abortEvery := fs.Int("abort-every", 0, "abort every K-th transaction (txn-copy)")
 	partitions := fs.Int("partitions", 1, "partitions (create-topic) or new total (add-partitions)")
 	rf := fs.Int("rf", 1, "replication factor")
 	offset := fs.Int64("offset", 0, "offset")
@@ -130,7 +141,18 @@ func main() {
 	case "produce":
 		produce(ctx, opts, *topic, *partition, *acks, *codec, *noIdem, *autoCreate, *count, *valueSize)
 	case "consume":
+		switch *isolation {
+		case "committed":
+			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		case "uncommitted":
+		default:
+			fail("bad --isolation %q", *isolation)
+		}
 		consume(ctx, opts, *topic, *partition, *from, *reset, *count)
+	case "txn":
+		transactions(ctx, opts, *topic, *txnID, *plan, *partitions)
+	case "txn-copy":
+		transactionalCopy(ctx, opts, *group, *topic, *output, *txnID, *count, *abortEvery)
 	case "group":
 		groupConsume(ctx, opts, *group, *topic, *count, *instanceID)
 	case "admin":
@@ -635,4 +657,116 @@ func admin(ctx context.Context, opts []kgo.Opt, op, topic, group string, partiti
 		cl.Close()
 		os.Exit(exit)
 	}
+}
+
+// transactions produces one transaction per step of plan ("commit:3,abort:2")
+// and ends it as the step says, printing one line per transaction.
+func transactions(ctx context.Context, opts []kgo.Opt, topic, txnID, plan string, partitions int) {
+	if txnID == "" || plan == "" {
+		fail("txn needs --txn-id and --plan")
+	}
+	opts = append(opts, kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl := newClient(opts)
+	defer cl.Close()
+	for i, step := range strings.Split(plan, ",") {
+		end, n, ok := strings.Cut(step, ":")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || (end != "commit" && end != "abort") {
+			fail("bad --plan step %q", step)
+		}
+		line := map[string]any{"transaction": i, "end": end, "records": count}
+		if err := cl.BeginTransaction(); err != nil {
+			txnFailed(line, "begin", err)
+		}
+		var recs []*kgo.Record
+		for j := 0; j < count; j++ {
+			recs = append(recs, &kgo.Record{Partition: int32(j % max(partitions, 1)),
+				Value: []byte(fmt.Sprintf("%d-%s-%d", i, end, j))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			txnFailed(line, "produce", err)
+		}
+		try := kgo.TryCommit
+		if end == "abort" {
+			try = kgo.TryAbort
+		}
+		if err := cl.EndTransaction(ctx, try); err != nil {
+			txnFailed(line, "end", err)
+		}
+		emit(line)
+	}
+}
+
+func txnFailed(line map[string]any, stage string, err error) {
+	for k, v := range errObj(err, "") {
+		line[k] = v
+	}
+	line["stage"] = stage
+	emit(line)
+	os.Exit(1)
+}
+
+// transactionalCopy is a consume-transform-produce application on a
+// GroupTransactSession: each poll's records go upper-cased to output in one
+// transaction with the group's offsets, until count records were committed.
+func transactionalCopy(ctx context.Context, opts []kgo.Opt, group, input, output, txnID string,
+	count, abortEvery int) {
+	if group == "" || input == "" || output == "" || txnID == "" || count <= 0 {
+		fail("txn-copy needs --group, --topic, --output, --txn-id and --count")
+	}
+	opts = append(opts, kgo.TransactionalID(txnID), kgo.ConsumerGroup(group), kgo.ConsumeTopics(input),
+		kgo.DefaultProduceTopic(output), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.SessionTimeout(10*time.Second))
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		emit(errObj(err, ""))
+		os.Exit(1)
+	}
+	defer sess.Close()
+	committed, aborted, transactions := 0, 0, 0
+	for committed < count {
+		fetches := sess.PollRecords(ctx, 20) // small transactions, so that some are aborted
+		if ctx.Err() != nil {
+			emit(map[string]any{"error": "timed out", "committed": committed, "aborted": aborted})
+			os.Exit(1)
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			m := errObj(err, "")
+			m["topic"], m["partition"] = t, p
+			emit(m)
+		})
+		var recs []*kgo.Record
+		fetches.EachRecord(func(r *kgo.Record) {
+			recs = append(recs, &kgo.Record{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))})
+		})
+		if len(recs) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			emit(errObj(err, "begin"))
+			os.Exit(1)
+		}
+		transactions++
+		if err := sess.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			emit(errObj(err, "produce"))
+		}
+		try := kgo.TryCommit
+		if abortEvery > 0 && transactions%abortEvery == 0 {
+			try = kgo.TryAbort
+		}
+		ok, err := sess.End(ctx, try)
+		if err != nil {
+			emit(errObj(err, "end"))
+			os.Exit(1)
+		}
+		if ok {
+			committed += len(recs)
+		} else {
+			aborted += len(recs)
+		}
+		emit(map[string]any{"transaction": transactions, "records": len(recs), "committed": ok})
+	}
+	emit(map[string]any{"done": true, "committed": committed, "aborted": aborted})
 }
