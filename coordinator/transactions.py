@@ -70,9 +70,6 @@ class TxnConfig:
     id_expiration_check_ms: int = 60 * 60 * 1000
 
 
-TxnAction = Action
-
-
 @dataclass(slots=True)
 class TxnMetadata:
     transactional_id: str
@@ -161,10 +158,10 @@ class TransactionCoordinator:
     def replay(self, partition: int, records: LogRecords, now_ms: int) -> None:
         self.runtime.replay(partition, records, now_ms)
 
-    def finish_loading(self, partition: int, now_ms: int) -> list[TxnAction]:
+    def finish_loading(self, partition: int, now_ms: int) -> list[Action]:
         return self.runtime.finish_loading(partition, now_ms)
 
-    def unload(self, partition: int, now_ms: int) -> list[TxnAction]:
+    def unload(self, partition: int, now_ms: int) -> list[Action]:
         actions = self.runtime.unload(partition, now_ms)
         self.coordinator_epochs.pop(partition, None)
         return actions
@@ -175,10 +172,10 @@ class TransactionCoordinator:
     def next_deadline(self) -> int | None:
         return self.runtime.next_deadline()
 
-    def tick(self, now_ms: int) -> list[TxnAction]:
+    def tick(self, now_ms: int) -> list[Action]:
         return self.runtime.tick(now_ms)
 
-    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[TxnAction]:
+    def persisted(self, write_id: int, now_ms: int, error: int = NONE) -> list[Action]:
         return self.runtime.persisted(write_id, now_ms, error)
 
     # --- the shard's hooks --------------------------------------------------------
@@ -202,24 +199,20 @@ class TransactionCoordinator:
                 )
             txn.apply(decoded)
 
-    def on_loaded(self, partition: int, now_ms: int) -> list[TxnAction]:
+    def on_loaded(self, partition: int, now_ms: int) -> list[Action]:
         """Finish what the previous coordinator left prepared; time the open ones."""
-        actions: list[TxnAction] = []
+        actions: list[Action] = []
         for txn in list(self.txns.values()):
             if txn.partition != partition:
                 continue
             if txn.state.is_prepare:
                 actions.append(self._markers(txn))
-            elif txn.state is S.PREPARE_EPOCH_FENCE:
-                # Written by a coordinator that died before its abort: abort now.
-                txn.state = S.ONGOING
-                actions += self._abort_timed_out(txn, now_ms)
             elif txn.state is S.ONGOING:
                 self._schedule_timeout(txn)
         self._schedule_expiry(partition, now_ms)
         return actions
 
-    def on_unloaded(self, partition: int, now_ms: int) -> list[TxnAction]:
+    def on_unloaded(self, partition: int, now_ms: int) -> list[Action]:
         self.runtime.cancel_timer(("expire", partition))
         for txn_id in [t for t, txn in self.txns.items() if txn.partition == partition]:
             self.runtime.cancel_timer(("timeout", txn_id))
@@ -230,7 +223,7 @@ class TransactionCoordinator:
 
     def init_producer_id(
         self, ctx: RequestContext, req, now_ms: int, fresh_producer_id: int
-    ) -> list[TxnAction]:
+    ) -> list[Action]:
         """InitProducerId with a transactional id. `fresh_producer_id` is an id
         no producer has: used for a new transactional id, or when the epoch of
         the current one is exhausted."""
@@ -301,7 +294,7 @@ class TransactionCoordinator:
             last_update_timestamp_ms=now_ms,
         )
 
-        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+        def done(error: ErrorCode, _now: int) -> list[Action]:
             if error != NONE:
                 return [reply(_log_write_error(error))]
             return [reply(NONE, value.producer_id, value.producer_epoch)]
@@ -328,7 +321,7 @@ class TransactionCoordinator:
         req,
         now_ms: int,
         unknown: Iterable[tuple[str, int]] = (),
-    ) -> list[TxnAction]:
+    ) -> list[Action]:
         """AddPartitionsToTxn. v0-3: one transaction, from its producer. v4+:
         transactions from brokers, answered per transaction (verify_only:
         only check that the partitions are in the transaction). `unknown`:
@@ -356,7 +349,7 @@ class TransactionCoordinator:
                 answer,
             )
         results: dict[str, list] = {}
-        actions: list[TxnAction] = []
+        actions: list[Action] = []
         left = [len(req.transactions)]
 
         def collect(txn_id: str):
@@ -401,7 +394,7 @@ class TransactionCoordinator:
 
     def _add_one(
         self, ctx, txn_id, producer_id, epoch, topics, missing, verify_only, now_ms, answer
-    ) -> list[TxnAction]:
+    ) -> list[Action]:
         """One transaction's partitions: `answer(topic results)` makes the reply
         (or None while others of the same request are outstanding)."""
 
@@ -417,7 +410,7 @@ class TransactionCoordinator:
                 for name, parts in topics
             ]
 
-        def all_error(code: ErrorCode) -> list[TxnAction]:
+        def all_error(code: ErrorCode) -> list[Action]:
             code = _fenced(code, ctx.api_version, 2)
             reply = answer(results(lambda _tp: code))
             return [] if reply is None else [reply]
@@ -459,10 +452,10 @@ class TransactionCoordinator:
 
     def add_offsets(
         self, ctx: RequestContext, req, now_ms: int, offsets_partition: int
-    ) -> list[TxnAction]:
+    ) -> list[Action]:
         """AddOffsetsToTxn: the group's __consumer_offsets partition joins."""
 
-        def reply(error: ErrorCode) -> list[TxnAction]:
+        def reply(error: ErrorCode) -> list[Action]:
             code = _fenced(error, ctx.api_version, 2)
             return [Reply(ctx.token, {"throttle_time_ms": 0, "error_code": code})]
 
@@ -487,7 +480,7 @@ class TransactionCoordinator:
             return E.PRODUCER_FENCED, None
         return None, txn
 
-    def _add(self, txn: TxnMetadata, tps: set, now_ms: int, reply) -> list[TxnAction]:
+    def _add(self, txn: TxnMetadata, tps: set, now_ms: int, reply) -> list[Action]:
         if txn.pending is not None or txn.state.is_prepare:
             return reply(E.CONCURRENT_TRANSACTIONS)
         if txn.state is S.ONGOING and tps <= txn.partitions:
@@ -502,7 +495,7 @@ class TransactionCoordinator:
             last_update_timestamp_ms=now_ms,
         )
 
-        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+        def done(error: ErrorCode, _now: int) -> list[Action]:
             if error != NONE:
                 return reply(_log_write_error(error))
             self._schedule_timeout(txn)
@@ -512,8 +505,8 @@ class TransactionCoordinator:
 
     # --- EndTxn -----------------------------------------------------------------------------
 
-    def end_txn(self, ctx: RequestContext, req, now_ms: int) -> list[TxnAction]:
-        def reply(error: ErrorCode) -> list[TxnAction]:
+    def end_txn(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
+        def reply(error: ErrorCode) -> list[Action]:
             body = {
                 "throttle_time_ms": 0,
                 "error_code": _fenced(error, ctx.api_version, 2),
@@ -542,7 +535,7 @@ class TransactionCoordinator:
             return reply(E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE)
         return reply(E.INVALID_TXN_STATE)  # Empty, Dead, PrepareEpochFence
 
-    def _prepare_end(self, txn: TxnMetadata, commit: bool, now_ms: int, reply) -> list[TxnAction]:
+    def _prepare_end(self, txn: TxnMetadata, commit: bool, now_ms: int, reply) -> list[Action]:
         """Write PrepareCommit/PrepareAbort; once durable, answer and send the markers."""
         value = txn.log_value(
             state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
@@ -550,7 +543,7 @@ class TransactionCoordinator:
         )
         self.runtime.cancel_timer(("timeout", txn.transactional_id))
 
-        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+        def done(error: ErrorCode, _now: int) -> list[Action]:
             if error != NONE:
                 self._schedule_timeout(txn)
                 return reply(_log_write_error(error))
@@ -570,7 +563,7 @@ class TransactionCoordinator:
 
     def markers_written(
         self, transactional_id: str, producer_id: int, producer_epoch: int, now_ms: int
-    ) -> list[TxnAction]:
+    ) -> list[Action]:
         """Every marker of the prepared transaction is written: complete it."""
         txn = self.txns.get(transactional_id)
         if (
@@ -587,7 +580,7 @@ class TransactionCoordinator:
             last_update_timestamp_ms=now_ms,
         )
 
-        def done(error: ErrorCode, done_ms: int) -> list[TxnAction]:
+        def done(error: ErrorCode, done_ms: int) -> list[Action]:
             if error != NONE and self.runtime.is_active(txn.partition):
                 # The markers are written; try the completion again shortly.
                 self.runtime.schedule(
@@ -613,7 +606,7 @@ class TransactionCoordinator:
             lambda now: self._timed_out(txn_id, now),
         )
 
-    def _timed_out(self, txn_id: str, now_ms: int) -> list[TxnAction]:
+    def _timed_out(self, txn_id: str, now_ms: int) -> list[Action]:
         txn = self.txns.get(txn_id)
         if txn is None or txn.state is not S.ONGOING:
             return []
@@ -625,7 +618,7 @@ class TransactionCoordinator:
             return []
         return self._abort_timed_out(txn, now_ms)
 
-    def _abort_timed_out(self, txn: TxnMetadata, now_ms: int) -> list[TxnAction]:
+    def _abort_timed_out(self, txn: TxnMetadata, now_ms: int) -> list[Action]:
         """Abort an open transaction for the coordinator's own reasons (a
         timeout, a new producer of the same id): the epoch is bumped first, so
         the producer that left it open is fenced (Kafka's
@@ -636,7 +629,7 @@ class TransactionCoordinator:
             producer_epoch=bumped, state=S.PREPARE_ABORT, last_update_timestamp_ms=now_ms
         )
 
-        def done(error: ErrorCode, done_ms: int) -> list[TxnAction]:
+        def done(error: ErrorCode, done_ms: int) -> list[Action]:
             if error != NONE:
                 if self.runtime.is_active(txn.partition):
                     self._schedule_retry_abort(txn, done_ms)
@@ -660,7 +653,7 @@ class TransactionCoordinator:
             lambda t: self._expire_ids(partition, t),
         )
 
-    def _expire_ids(self, partition: int, now_ms: int) -> list[TxnAction]:
+    def _expire_ids(self, partition: int, now_ms: int) -> list[Action]:
         """Tombstone the ids of `partition` idle past transactional.id.expiration.ms
         (Kafka's removeExpiredTransactionalIds): none with a transaction open
         or a write in flight. They are forgotten once the tombstones are durable."""
@@ -681,7 +674,7 @@ class TransactionCoordinator:
             partition, [(encode_key(txn.transactional_id), None) for txn in idle]
         )
 
-        def done(error: ErrorCode, _now: int) -> list[TxnAction]:
+        def done(error: ErrorCode, _now: int) -> list[Action]:
             for txn in idle:
                 txn.pending = None
                 if error == NONE and self.txns.get(txn.transactional_id) is txn:
@@ -693,7 +686,7 @@ class TransactionCoordinator:
 
     # --- Describe / List ---------------------------------------------------------------------
 
-    def describe(self, ctx: RequestContext, req) -> list[TxnAction]:
+    def describe(self, ctx: RequestContext, req) -> list[Action]:
         states = []
         for txn_id in req.transactional_ids:
             status = self.runtime.status_error(self.partition_for(txn_id))
@@ -731,7 +724,7 @@ class TransactionCoordinator:
             )
         return [Reply(ctx.token, {"throttle_time_ms": 0, "transaction_states": states})]
 
-    def list_transactions(self, ctx: RequestContext, req, now_ms: int) -> list[TxnAction]:
+    def list_transactions(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         """The transactional ids of the partitions served here, filtered."""
         wanted_states = set()
         unknown = []
@@ -778,14 +771,14 @@ class TransactionCoordinator:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def _write(self, txn: TxnMetadata, value: TxnLogValue, done) -> list[TxnAction]:
+    def _write(self, txn: TxnMetadata, value: TxnLogValue, done) -> list[Action]:
         """Write `value` for `txn`; apply it once durable, then `done(error, now)`."""
         txn.pending = value.state
         persist: Persist = self.runtime.persist(
             txn.partition, [(encode_key(txn.transactional_id), encode_value(value))]
         )
 
-        def applied(error: ErrorCode, now_ms: int) -> list[TxnAction]:
+        def applied(error: ErrorCode, now_ms: int) -> list[Action]:
             txn.pending = None
             if error == NONE:
                 txn.apply(value)

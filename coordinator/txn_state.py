@@ -1,8 +1,9 @@
 """The states of a transactional id, as Kafka's TransactionState names them.
 
 The code is what `__transaction_state` stores (TransactionStatus), the name
-what DescribeTransactions and ListTransactions show. A state can be entered
-only from the states listed in `_PREVIOUS` (Kafka's validPreviousStates).
+what DescribeTransactions and ListTransactions show. PrepareEpochFence and
+Dead are Kafka's in-memory states (never in the log); they are named so that
+any record decodes.
 """
 
 from __future__ import annotations
@@ -45,20 +46,3 @@ class TxnState(enum.Enum):
     @property
     def is_prepare(self) -> bool:
         return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-
-    def may_follow(self, previous: TxnState) -> bool:
-        return previous in _PREVIOUS[self]
-
-
-S = TxnState
-_PREVIOUS: dict[TxnState, frozenset[TxnState]] = {
-    S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
-                                S.COMPLETE_ABORT}),
-    S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
-    S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
-    S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
-}  # fmt: skip
