@@ -279,6 +279,37 @@ class Offsets:
                 )
         return results, staged, records
 
+    def _commit_target(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation: int,
+        now_ms: int,
+        *,
+        unknown_group: ErrorCode,
+        transactional: bool = False,
+    ) -> tuple[Group | None, ErrorCode]:
+        """The group an (Txn)OffsetCommit writes to, or (None, why not): a
+        group this coordinator cannot serve now, an unknown group named with a
+        generation (`unknown_group`), or a member check that fails. A commit
+        without a generation to an unknown group creates a simple group."""
+        status = self._membership.status_error(group_id)
+        if status is not None:
+            return None, status
+        group = self._membership.group(group_id)
+        if group is None:
+            if generation >= 0:
+                return None, unknown_group
+            log.info("creating simple group %s via a manual offset commit", group_id)
+            group = self._membership.create_group(group_id, now_ms)
+        err = self._validate_offset_commit(
+            group, member_id, instance_id, generation, transactional=transactional
+        )
+        if err is not None:
+            return None, err
+        return group, NONE
+
     def offset_commit(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         v = ctx.api_version
         token = ctx.token
@@ -287,22 +318,18 @@ class Offsets:
             return _commit_all_error(token, req.topics, code)
 
         group_id = req.group_id
-        status = self._membership.status_error(group_id)
-        if status is not None:
-            return all_error(status)
-        generation = req.generation_id_or_member_epoch
         member_id = req.member_id
-        instance_id = req.group_instance_id
-        group = self._membership.group(group_id)
+        # From v9 Kafka says a group that does not exist does not; before, that
+        # the generation is wrong.
+        group, err = self._commit_target(
+            group_id,
+            member_id,
+            req.group_instance_id,
+            req.generation_id_or_member_epoch,
+            now_ms,
+            unknown_group=E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION,
+        )
         if group is None:
-            if generation >= 0:
-                # From v9 Kafka says the group does not exist; before, the
-                # generation is wrong.
-                return all_error(E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION)
-            log.info("creating simple group %s via a manual offset commit", group_id)
-            group = self._membership.create_group(group_id, now_ms)
-        err = self._validate_offset_commit(group, member_id, instance_id, generation)
-        if err is not None:
             return all_error(err)
         if group.state in (S.STABLE, S.PREPARING_REBALANCE):
             # A commit keeps the member's session alive.
@@ -383,21 +410,17 @@ class Offsets:
             return _commit_all_error(token, req.topics, code)
 
         group_id = req.group_id
-        status = self._membership.status_error(group_id)
-        if status is not None:
-            return all_error(status)
-        generation = req.generation_id if ctx.api_version >= 3 else -1
-        member_id = req.member_id if ctx.api_version >= 3 else ""
-        instance_id = req.group_instance_id if ctx.api_version >= 3 else None
-        group = self._membership.group(group_id)
-        if group is None:
-            if generation >= 0:
-                return all_error(E.ILLEGAL_GENERATION)
-            group = self._membership.create_group(group_id, now_ms)
-        err = self._validate_offset_commit(
-            group, member_id, instance_id, generation, transactional=True
+        v3 = ctx.api_version >= 3  # KIP-447: the member's identity and generation
+        group, err = self._commit_target(
+            group_id,
+            req.member_id if v3 else "",
+            req.group_instance_id if v3 else None,
+            req.generation_id if v3 else -1,
+            now_ms,
+            unknown_group=E.ILLEGAL_GENERATION,
+            transactional=True,
         )
-        if err is not None:
+        if group is None:
             return all_error(err)
         v2 = ctx.api_version >= 2
         results, staged, records = self._stage_commits(
