@@ -96,17 +96,20 @@ class ProduceHandler:
         try:
             # Kafka looks at the first batch of every partition before anything
             # else: one it cannot read fails the whole request.
-            transactional = any(
-                first_batch_is_transactional(p.records)
+            transactional = [
+                (t.name, p)
                 for t in request.topic_data
                 for p in t.partition_data
-            )
+                if first_batch_is_transactional(p.records)
+            ]
         except RecordsError as e:
             return _whole_request_error(request, e.code, e.message)
         if transactional and request.transactional_id is None:
             return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         image = self.metadata.image
-        guards = await self._verify(request) if transactional else {}
+        guards = (
+            await self._verify(request.transactional_id, transactional) if transactional else {}
+        )
         now = time.time_ns() // 1_000_000
         responses = []
         waits = []  # (partition, offset the high watermark must reach, its response)
@@ -137,30 +140,25 @@ class ProduceHandler:
                     result.update(error_code=error, base_offset=-1)
         return {"responses": responses, "throttle_time_ms": 0}
 
-    async def _verify(self, request) -> dict[tuple[str, int], _Guard]:
-        """Ask the transaction coordinator about the partitions where this
-        request's transactional batch would open the producer's transaction
-        (txn_verifier.py); a guard per partition asked about."""
+    async def _verify(self, transactional_id: str, transactional) -> dict[tuple[str, int], _Guard]:
+        """Ask the transaction coordinator about the partitions (of the
+        request's transactional ones: (topic, partition data)) where the batch
+        would open the producer's transaction (txn_verifier.py); a guard per
+        partition asked about."""
         asked: dict[tuple[str, int], tuple[Partition, object]] = {}
         producer = None
-        for t in request.topic_data:
-            for p in t.partition_data:
-                partition = self.replicas.get(t.name, p.index)
-                if partition is None or not partition.is_leader:
-                    continue  # answered by the usual checks
-                try:
-                    if not first_batch_is_transactional(p.records):
-                        continue
-                except RecordsError:
-                    continue
-                header = read_batch_header(p.records, 0)
-                producer = (header.producer_id, header.producer_epoch)
-                entry = partition.log.producer_entry(header.producer_id)
-                if _opens_transaction(entry, header.producer_epoch):
-                    asked[(t.name, p.index)] = (partition, entry)
+        for name, p in transactional:
+            partition = self.replicas.get(name, p.index)
+            if partition is None or not partition.is_leader:
+                continue  # answered by the usual checks
+            header = read_batch_header(p.records, 0)
+            producer = (header.producer_id, header.producer_epoch)
+            entry = partition.log.producer_entry(header.producer_id)
+            if _opens_transaction(entry, header.producer_epoch):
+                asked[(name, p.index)] = (partition, entry)
         if not asked or producer is None:
             return {}
-        outcome = await self.verifier.verify(request.transactional_id, *producer, list(asked))
+        outcome = await self.verifier.verify(transactional_id, *producer, list(asked))
         return {
             tp: _Guard(
                 producer[0], producer[1], entry, _VERIFY_ERRORS.get(outcome[tp], outcome[tp])
