@@ -18,11 +18,11 @@ import uuid
 from compatlib.transactions import (
     check_exactly_once,
     copy_exactly_once,
+    leave_transaction_open,
     read_isolated,
-    txn_producer,
 )
 
-from tests.support.clients import TIMEOUT, produce_ok
+from tests.support.clients import produce_ok
 from tests.support.gregor import assert_no_traceback
 from tests.support.raw import RawClient
 from tests.support.topics import create_topic, unique_name
@@ -81,13 +81,10 @@ def test_consume_transform_produce_is_exactly_once_through_a_broker_kill(gregor)
     source, sink = fill(gregor.bootstrap)
     group = "eos-" + uuid.uuid4().hex[:6]
     txn_id = "eos-" + source
-    # The application commits a few transactions, then leaves one open as
-    # the broker dies under it.
+    # The application commits a few transactions, then a new instance leaves
+    # one open, its records and its group offsets written, as the broker dies.
     copy_exactly_once(gregor.bootstrap, source, sink, group, txn_id, stop_after=2)
-    zombie = txn_producer(gregor.bootstrap, txn_id)
-    zombie.begin_transaction()
-    zombie.produce(sink, value=b"never committed")
-    zombie.flush(TIMEOUT)
+    leave_transaction_open(gregor.bootstrap, source, sink, group, txn_id, 50)
     gregor.kill()
     gregor.start()
     # The application restarts: its new producer fences and aborts what was open.
