@@ -349,34 +349,58 @@ class Offsets:
             ),
         )
 
-        def reply(error: ErrorCode = NONE) -> Reply:
-            return _commit_reply(token, results, error)
+        return self._write_commits(group, token, results, staged, records)
 
+    def _write_commits(
+        self,
+        group: Group,
+        token,
+        results: list,
+        staged: list,
+        records: list,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> list[Action]:
+        """Write staged commits as one batch (the producer's transactional
+        batch when one is given) and answer once it is durable. Each offset is
+        then stored, committed or pending for the producer, unless a tombstone
+        of the same partition was written after it: then it waits in that
+        tombstone's shadow and comes back only if the tombstone fails."""
         if not records:
-            return [reply()]
-        persist = self._runtime.persist(group.partition, records)
+            return [_commit_reply(token, results)]
+        group_id, partition = group.group_id, group.partition
+        persist = self._runtime.persist(
+            partition, records, producer_id=producer_id, producer_epoch=producer_epoch
+        )
         position = self._next_position()
         self._track_in_flight(group_id, staged)
         write_id = persist.write_id
-        partition = group.partition
+        transactional = producer_id >= 0
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
             self._settle_in_flight(group_id, staged)
             if error != NONE:
-                return [reply(append_error_to_response_error(error))]
-            if self._runtime.is_active(partition):
-                for (topic, part), oam in staged:
-                    key = (group_id, topic, part)
-                    if self._tombstoned.get(key, 0) > write_id:
-                        # A later tombstone (DeleteGroups, OffsetDelete, expiry)
-                        # wins, unless it fails.
-                        self._shadowed[key] = oam
-                        continue
+                return [_commit_reply(token, results, append_error_to_response_error(error))]
+            if not self._runtime.is_active(partition):
+                return [_commit_reply(token, results)]
+            for (topic, part), oam in staged:
+                key = (group_id, topic, part)
+                shadowed = self._tombstoned.get(key, 0) > write_id
+                if transactional and shadowed:
+                    # The transaction stays open in the group meanwhile.
+                    self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
+                    self._shadowed_pending.setdefault(key, []).append((producer_id, oam, position))
+                elif transactional:
+                    self.add_pending(producer_id, group_id, (topic, part), oam, position)
+                elif shadowed:
+                    self._shadowed[key] = oam
+                else:
                     if self._membership.group(group_id) is None:
                         self._membership.create_group(group_id, done_ms)
                     self._offsets.setdefault(group_id, {})[(topic, part)] = oam
                     self._positions[(group_id, (topic, part))] = position
-            return [reply()]
+            return [_commit_reply(token, results)]
 
         self._runtime.then(persist, done)
         return [persist]
@@ -434,42 +458,15 @@ class Offsets:
             ),
         )
 
-        def reply(error: ErrorCode = NONE) -> Reply:
-            return _commit_reply(token, results, error)
-
-        if not records:
-            return [reply()]
-        persist = self._runtime.persist(
-            group.partition,
+        return self._write_commits(
+            group,
+            token,
+            results,
+            staged,
             records,
             producer_id=req.producer_id,
             producer_epoch=req.producer_epoch,
         )
-        position = self._next_position()
-        self._track_in_flight(group_id, staged)
-        partition = group.partition
-        write_id = persist.write_id
-        producer_id = req.producer_id
-
-        def done(error: ErrorCode, _done_ms: int) -> list[Action]:
-            self._settle_in_flight(group_id, staged)
-            if error != NONE:
-                return [reply(append_error_to_response_error(error))]
-            if self._runtime.is_active(partition):
-                for (topic, part), oam in staged:
-                    key = (group_id, topic, part)
-                    if self._tombstoned.get(key, 0) > write_id:
-                        # A later tombstone removes it, unless that tombstone fails.
-                        self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {})
-                        self._shadowed_pending.setdefault(key, []).append(
-                            (producer_id, oam, position)
-                        )
-                        continue
-                    self.add_pending(producer_id, group_id, (topic, part), oam, position)
-            return [reply()]
-
-        self._runtime.then(persist, done)
-        return [persist]
 
     def offset_fetch(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
         v = ctx.api_version
