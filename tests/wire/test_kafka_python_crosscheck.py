@@ -28,10 +28,9 @@ versions Kafka 4.x dropped (Produce v0-2, Fetch v0-3, ...) are checked too.
 Excluded, and why:
 
 - versions only kafka-python has (added after Kafka 4.0, or after the 4.0
-  snapshot `wire` follows), listed in KAFKA_PYTHON_ONLY_VERSIONS: Produce
-  v12-13, Fetch v18, ListOffsets v11, Metadata v13, OffsetCommit v10,
-  OffsetFetch v10, InitProducerId v6, WriteTxnMarkers v2,
-  TxnOffsetCommit v5, DescribeLogDirs v5, AlterPartitionReassignments v1,
+  snapshot `wire` follows), listed in KAFKA_PYTHON_ONLY_VERSIONS: Fetch
+  v18, ListOffsets v11, Metadata v13, OffsetCommit v10,
+  OffsetFetch v10, InitProducerId v6, DescribeLogDirs v5, AlterPartitionReassignments v1,
   DescribeCluster v2, ListTransactions v2, ListConfigResources v1.
   No version is only `wire`'s.
 - APIs kafka-python has no class for (inter-broker, KRaft, delegation
@@ -90,15 +89,12 @@ from .samples import sample
 KAFKA_PYTHON_MESSAGES = kafka_python_messages()
 
 KAFKA_PYTHON_ONLY_VERSIONS = {
-    "Produce": [12, 13],
     "Fetch": [18],
     "ListOffsets": [11],
     "Metadata": [13],
     "OffsetCommit": [10],
     "OffsetFetch": [10],
     "InitProducerId": [6],
-    "WriteTxnMarkers": [2],
-    "TxnOffsetCommit": [5],
     "DescribeLogDirs": [5],
     "AlterPartitionReassignments": [1],
     "DescribeCluster": [2],
@@ -316,7 +312,7 @@ def test_exclusions_are_the_documented_ones():
 
 
 def test_case_count():
-    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 247
+    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 251
 
 
 # --- the checks can fail ---------------------------------------------------------

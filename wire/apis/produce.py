@@ -5,14 +5,15 @@ from wire.schema import F, api
 PRODUCE = api(
     0,
     "Produce",
-    valid="0-11",
+    valid="0-13",
     flexible="9+",
     request=[
         F("transactional_id", "string", "3+", nullable="3+", default=None),
         F("acks", "int16", "0+"),
         F("timeout_ms", "int32", "0+"),
         F("topic_data", "[]TopicProduceData", "0+",
-            F("name", "string", "0+"),
+            F("name", "string", "0-12"),
+            F("topic_id", "uuid", "13+"),
             F("partition_data", "[]PartitionProduceData", "0+",
                 F("index", "int32", "0+"),
                 F("records", "records", "0+", nullable="0+"),
@@ -21,7 +22,8 @@ PRODUCE = api(
     ],
     response=[
         F("responses", "[]TopicProduceResponse", "0+",
-            F("name", "string", "0+"),
+            F("name", "string", "0-12"),
+            F("topic_id", "uuid", "13+"),
             F("partition_responses", "[]PartitionProduceResponse", "0+",
                 F("index", "int32", "0+"),
                 F("error_code", "int16", "0+"),

@@ -5,7 +5,7 @@ from wire.schema import F, api
 TXN_OFFSET_COMMIT = api(
     28,
     "TxnOffsetCommit",
-    valid="0-4",
+    valid="0-5",
     flexible="3+",
     request=[
         F("transactional_id", "string", "0+"),

@@ -5,7 +5,7 @@ from wire.schema import F, api
 WRITE_TXN_MARKERS = api(
     27,
     "WriteTxnMarkers",
-    valid="0-1",
+    valid="0-2",
     flexible="1+",
     request=[
         F("markers", "[]WritableTxnMarker", "0+",
@@ -17,6 +17,7 @@ WRITE_TXN_MARKERS = api(
                 F("partition_indexes", "[]int32", "0+"),
             ),
             F("coordinator_epoch", "int32", "0+"),
+            F("transaction_version", "int8", "2+", default=0),
         ),
     ],
     response=[
