@@ -64,8 +64,11 @@ def fill_topic(bootstrap: str, records: int) -> str:
 def fill_purchases(bootstrap: str, count: int) -> str:
     topic = f"bench-purchases-{uuid.uuid4().hex[:8]}"
     topics.ensure_topics(bootstrap, [topic])
-    # A million purchases a day, a bit faster: count of them over count/12 seconds.
-    events = purchases.generate(seed=5, rate=12, duration=count / 12, start_ms=1_795_000_000_000)
+    # A million purchases a day, a bit faster: count of them over count/12 seconds,
+    # ending an hour ago (times within retention.ms, none in the future).
+    duration_s = count / 12
+    start_ms = time.time_ns() // 1_000_000 - int(duration_s * 1000) - 3_600_000
+    events = purchases.generate(seed=5, rate=12, duration=duration_s, start_ms=start_ms)
     producer.produce(bootstrap, topic, events)
     return topic
 
