@@ -73,6 +73,9 @@ class SendMarkers:
     commit: bool
     coordinator_epoch: int
     partitions: tuple[tuple[str, int], ...]
+    # 2: a transaction of transactions v2, whose markers carry a bumped epoch
+    # (WriteTxnMarkers v2's TransactionVersion, KIP-1228).
+    transaction_version: int = 0
 
 
 Action = Reply | Persist | SendMarkers

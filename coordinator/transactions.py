@@ -27,8 +27,15 @@ The life of a transaction, as in Kafka's TransactionCoordinator:
 - A transaction open longer than its timeout is aborted by the coordinator,
   with the epoch bumped so the producer that stalled is fenced.
 
-Only transactions v1 are served (the broker does not advertise the
-`transaction.version` feature, so clients do not use v2).
+Transactions v2 (KIP-890 part 2), which Kafka 4.x clients use when the
+broker finalizes `transaction.version` 2: partitions join the transaction
+from the partition leader, on the producer's first batch (AddPartitionsToTxn
+v4+ without verify_only, from a broker) and the group's offsets partition on
+TxnOffsetCommit v5; EndTxn v5 bumps the producer epoch with every
+transaction (the markers carry the new epoch, so a late batch of the ended
+transaction is fenced) and answers with the epoch to use next. When the
+epoch is spent, the transaction ends with a new producer id instead
+(`next_producer_id`), which EndTxn returns. EndTxn v0-4 keeps v1's rules.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ NO_PRODUCER_EPOCH = -1
 # Kafka's Short.MaxValue - 1: the last epoch an id may reach before the
 # coordinator gives it a new producer id.
 MAX_EPOCH = 32766
+# Short.MaxValue: reached only by the markers of a v2 transaction that ends
+# with a new producer id.
+OVERFLOW_EPOCH = 32767
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +78,9 @@ class TxnConfig:
     # open) is forgotten; checked every id_expiration_check_ms.
     id_expiration_ms: int = 7 * 24 * 60 * 60 * 1000
     id_expiration_check_ms: int = 60 * 60 * 1000
+    # The finalized transaction.version: the rules of the coordinator's own
+    # aborts (timeouts, fencing), as in Kafka.
+    transaction_version: int = 2
 
 
 @dataclass(slots=True)
@@ -83,6 +96,11 @@ class TxnMetadata:
     last_update_ms: int = -1
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # v2: the producer id a prepared transaction hands over to once complete
+    # (its epoch is spent); -1 when none.
+    next_producer_id: int = NO_PRODUCER_ID
+    # 2 for a transaction of transactions v2, else 0.
+    client_version: int = 0
     # The state a write in flight moves to; None when nothing is in flight.
     pending: TxnState | None = None
 
@@ -96,6 +114,8 @@ class TxnMetadata:
             last_update_timestamp_ms=self.last_update_ms,
             start_timestamp_ms=self.start_ms,
             previous_producer_id=self.last_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_version,
         )
         return replace(value, **changes)
 
@@ -110,6 +130,8 @@ class TxnMetadata:
         self.start_ms = value.start_timestamp_ms
         self.last_update_ms = value.last_update_timestamp_ms
         self.last_producer_id = value.previous_producer_id
+        self.next_producer_id = value.next_producer_id
+        self.client_version = value.client_transaction_version
 
 
 def _log_write_error(error: ErrorCode) -> ErrorCode:
@@ -433,7 +455,40 @@ class TransactionCoordinator:
             verified = self.verify(txn_id, producer_id, epoch, tps)
             reply = answer(results(lambda tp: verified[tp]))
             return [] if reply is None else [reply]
-        return self._add(txn, tps, now_ms, all_error)
+        # Only brokers send v4+: partitions a v2 producer's batches brought.
+        return self._add(txn, tps, now_ms, all_error, 2 if ctx.api_version >= 4 else 0)
+
+    def add_or_verify(
+        self,
+        ctx: RequestContext,
+        txn_id: str,
+        producer_id: int,
+        epoch: int,
+        tps: Iterable[tuple[str, int]],
+        verify_only: bool,
+        now_ms: int,
+    ) -> list[Action]:
+        """What AddPartitionsToTxn v5 from a partition leader does, for this
+        broker's own leaders: add the partitions (a v2 producer's first batch
+        there) or verify them (v1). The Reply is {(topic, partition): error}."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in sorted(set(tps)):
+            by_topic.setdefault(topic, []).append(index)
+
+        def answer(topic_results: list) -> Reply:
+            return Reply(
+                ctx.token,
+                {
+                    (t["name"], r["partition_index"]): ErrorCode(r["partition_error_code"])
+                    for t in topic_results
+                    for r in t["results_by_partition"]
+                },
+            )
+
+        return self._add_one(
+            ctx, txn_id, producer_id, epoch, list(by_topic.items()), set(), verify_only,
+            now_ms, answer,
+        )  # fmt: skip
 
     def verify(
         self, txn_id: str, producer_id: int, epoch: int, tps: Iterable[tuple[str, int]]
@@ -448,7 +503,9 @@ class TransactionCoordinator:
             error = E.CONCURRENT_TRANSACTIONS
         if error is not None or txn is None:
             return dict.fromkeys(tps, error or E.INVALID_TXN_STATE)
-        return {tp: NONE if tp in txn.partitions else E.INVALID_TXN_STATE for tp in tps}
+        # Kafka 4.x: TRANSACTION_ABORTABLE (the leader tells older producers
+        # INVALID_TXN_STATE instead).
+        return {tp: NONE if tp in txn.partitions else E.TRANSACTION_ABORTABLE for tp in tps}
 
     def add_offsets(
         self, ctx: RequestContext, req, now_ms: int, offsets_partition: int
@@ -474,13 +531,24 @@ class TransactionCoordinator:
         if status is not None:
             return status, None
         txn = self.txns.get(txn_id)
+        if (
+            txn is not None
+            and txn.next_producer_id == producer_id >= 0
+            and epoch == 0
+            and (txn.pending is not None or txn.state.is_prepare)
+        ):
+            # A v2 producer handed a new id by EndTxn before the transaction
+            # it ended is complete: it retries.
+            return E.CONCURRENT_TRANSACTIONS, None
         if txn is None or txn.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING, None
         if txn.producer_epoch != epoch:
             return E.PRODUCER_FENCED, None
         return None, txn
 
-    def _add(self, txn: TxnMetadata, tps: set, now_ms: int, reply) -> list[Action]:
+    def _add(
+        self, txn: TxnMetadata, tps: set, now_ms: int, reply, client_version: int = 0
+    ) -> list[Action]:
         if txn.pending is not None or txn.state.is_prepare:
             return reply(E.CONCURRENT_TRANSACTIONS)
         if txn.state is S.ONGOING and tps <= txn.partitions:
@@ -493,6 +561,7 @@ class TransactionCoordinator:
             partitions=frozenset(txn.partitions | tps),
             start_timestamp_ms=start,
             last_update_timestamp_ms=now_ms,
+            client_transaction_version=client_version,
         )
 
         def done(error: ErrorCode, _now: int) -> list[Action]:
@@ -505,16 +574,31 @@ class TransactionCoordinator:
 
     # --- EndTxn -----------------------------------------------------------------------------
 
-    def end_txn(self, ctx: RequestContext, req, now_ms: int) -> list[Action]:
-        def reply(error: ErrorCode) -> list[Action]:
+    def epoch_exhausted(self, transactional_id: str) -> bool:
+        """Whether ending the id's transaction under v2 needs a new producer id
+        (the handler then fetches one before calling `end_txn`)."""
+        txn = self.txns.get(transactional_id)
+        return txn is not None and txn.producer_epoch >= MAX_EPOCH
+
+    def end_txn(
+        self, ctx: RequestContext, req, now_ms: int, fresh_producer_id: int = NO_PRODUCER_ID
+    ) -> list[Action]:
+        """EndTxn: v0-4 under transactions v1's rules, v5 under v2's.
+        `fresh_producer_id`: for v2 when `epoch_exhausted`."""
+
+        def reply(
+            error: ErrorCode, pid: int = NO_PRODUCER_ID, epoch: int = NO_PRODUCER_EPOCH
+        ) -> list[Action]:
             body = {
                 "throttle_time_ms": 0,
                 "error_code": _fenced(error, ctx.api_version, 2),
-                "producer_id": NO_PRODUCER_ID,
-                "producer_epoch": NO_PRODUCER_EPOCH,
+                "producer_id": pid,
+                "producer_epoch": epoch,
             }
             return [Reply(ctx.token, body)]
 
+        if ctx.api_version >= 5:
+            return self._end_txn_v2(req, bool(req.committed), now_ms, fresh_producer_id, reply)
         error, txn = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if error is not None:
             return reply(error)
@@ -535,19 +619,106 @@ class TransactionCoordinator:
             return reply(E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE)
         return reply(E.INVALID_TXN_STATE)  # Empty, Dead, PrepareEpochFence
 
-    def _prepare_end(self, txn: TxnMetadata, commit: bool, now_ms: int, reply) -> list[Action]:
-        """Write PrepareCommit/PrepareAbort; once durable, answer and send the markers."""
-        value = txn.log_value(
-            state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
-            last_update_timestamp_ms=now_ms,
+    def _end_txn_v2(self, req, commit: bool, now_ms: int, fresh: int, reply) -> list[Action]:
+        """EndTxn v5 (Kafka's endTransaction for TV2): every transaction ends
+        with the epoch bumped, so the epoch a request carries tells a retry
+        (the epoch before the bump) from the next transaction's end."""
+        txn_id, pid, epoch = req.transactional_id, req.producer_id, req.producer_epoch
+        if not txn_id:
+            return reply(E.INVALID_REQUEST)
+        status = self.runtime.status_error(self.partition_for(txn_id))
+        if status is not None:
+            return reply(status)
+        txn = self.txns.get(txn_id)
+        if txn is None:
+            return reply(E.INVALID_PRODUCER_ID_MAPPING)
+        if txn.pending is not None:
+            return reply(E.CONCURRENT_TRANSACTIONS)
+        # A retry of an end that handed over to a new producer id, or that bumped the epoch.
+        retry_on_overflow = (
+            txn.last_producer_id == pid and epoch == MAX_EPOCH and txn.producer_epoch == 0
         )
+        retry_on_bump = txn.producer_epoch == epoch + 1
+        if txn.producer_id != pid and not retry_on_overflow:
+            return reply(E.INVALID_PRODUCER_ID_MAPPING)
+        state = txn.state
+        if state.is_prepare:
+            valid = retry_on_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or epoch == txn.producer_epoch
+        else:
+            valid = epoch == txn.producer_epoch
+        if not valid:
+            return reply(E.PRODUCER_FENCED)
+        is_retry = retry_on_bump or retry_on_overflow
+        if state is S.ONGOING:
+            return self._prepare_end(txn, commit, now_ms, reply, fresh=fresh)
+        if state is S.COMPLETE_COMMIT:
+            if commit and is_retry:
+                return reply(NONE, txn.producer_id, txn.producer_epoch)
+            if commit:
+                return reply(E.INVALID_TXN_STATE)
+            if is_retry:
+                return reply(E.INVALID_TXN_STATE)
+            return self._prepare_end(txn, False, now_ms, reply, fresh=fresh, nothing_added=True)
+        if state is S.COMPLETE_ABORT:
+            if commit:
+                return reply(E.INVALID_TXN_STATE)
+            if is_retry:
+                return reply(NONE, txn.producer_id, txn.producer_epoch)
+            return self._prepare_end(txn, False, now_ms, reply, fresh=fresh, nothing_added=True)
+        if state is S.EMPTY and not commit:
+            # v2 producers may abort a transaction none of whose batches arrived.
+            return self._prepare_end(txn, False, now_ms, reply, fresh=fresh, nothing_added=True)
+        if state is S.PREPARE_COMMIT and commit or state is S.PREPARE_ABORT and not commit:
+            return reply(E.CONCURRENT_TRANSACTIONS)
+        return reply(E.INVALID_TXN_STATE)
+
+    def _prepare_end(
+        self,
+        txn: TxnMetadata,
+        commit: bool,
+        now_ms: int,
+        reply,
+        *,
+        fresh: int | None = None,
+        nothing_added: bool = False,
+    ) -> list[Action]:
+        """Write PrepareCommit/PrepareAbort; once durable, answer and send the
+        markers. `fresh` is given for v2 (the epoch is bumped, and a spent
+        epoch hands over to `fresh`); None for v1."""
+        if fresh is None:
+            value = txn.log_value(
+                state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+                last_update_timestamp_ms=now_ms,
+            )
+        else:
+            next_pid = NO_PRODUCER_ID
+            if txn.producer_epoch >= MAX_EPOCH:
+                if fresh < 0:
+                    return reply(E.CONCURRENT_TRANSACTIONS)  # raced: the client retries
+                next_pid = fresh
+            value = txn.log_value(
+                producer_epoch=min(txn.producer_epoch + 1, OVERFLOW_EPOCH),
+                state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+                next_producer_id=next_pid,
+                start_timestamp_ms=now_ms if nothing_added else txn.start_ms,
+                last_update_timestamp_ms=now_ms,
+                client_transaction_version=2,
+            )
         self.runtime.cancel_timer(("timeout", txn.transactional_id))
 
         def done(error: ErrorCode, _now: int) -> list[Action]:
             if error != NONE:
                 self._schedule_timeout(txn)
                 return reply(_log_write_error(error))
-            return reply(NONE) + [self._markers(txn)]
+            if fresh is None:
+                return reply(NONE) + [self._markers(txn)]
+            # The id and epoch the producer uses from now on: those of the
+            # completed transaction.
+            if txn.next_producer_id >= 0:
+                return reply(NONE, txn.next_producer_id, 0) + [self._markers(txn)]
+            return reply(NONE, txn.producer_id, txn.producer_epoch) + [self._markers(txn)]
 
         return self._write(txn, value, done)
 
@@ -559,6 +730,7 @@ class TransactionCoordinator:
             txn.state is S.PREPARE_COMMIT,
             self.coordinator_epochs.get(txn.partition, 0),
             tuple(sorted(txn.partitions)),
+            txn.client_version,
         )
 
     def markers_written(
@@ -578,7 +750,16 @@ class TransactionCoordinator:
             state=S.COMPLETE_COMMIT if txn.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT,
             partitions=frozenset(),
             last_update_timestamp_ms=now_ms,
+            next_producer_id=NO_PRODUCER_ID,
         )
+        if txn.client_version >= 2 and txn.next_producer_id >= 0:
+            # The epoch is spent: the id hands over to the new producer id.
+            value = replace(
+                value,
+                producer_id=txn.next_producer_id,
+                producer_epoch=0,
+                previous_producer_id=txn.producer_id,
+            )
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
             if error != NONE and self.runtime.is_active(txn.partition):
@@ -625,8 +806,15 @@ class TransactionCoordinator:
         prepareFenceProducerEpoch, then PrepareAbort)."""
         self.runtime.cancel_timer(("timeout", txn.transactional_id))
         bumped = txn.producer_epoch + 1 if txn.producer_epoch < MAX_EPOCH else txn.producer_epoch
+        # Written under the broker's transaction version, as Kafka does: at 2
+        # the markers must then carry an epoch newer than the transaction's.
         value = txn.log_value(
-            producer_epoch=bumped, state=S.PREPARE_ABORT, last_update_timestamp_ms=now_ms
+            producer_epoch=bumped,
+            state=S.PREPARE_ABORT,
+            last_update_timestamp_ms=now_ms,
+            client_transaction_version=(
+                2 if self.config.transaction_version >= 2 and bumped > txn.producer_epoch else 0
+            ),
         )
 
         def done(error: ErrorCode, done_ms: int) -> list[Action]:
