@@ -234,10 +234,15 @@ class CoordinatorDriver:
     async def call(self, ctx: BrokerRequestContext, handle) -> dict:
         """`handle(coordinator request context, now_ms)` gives the actions for
         a request; its response, when the Reply with its token comes."""
+        return await self.ask(ctx.api_version, handle, ctx.client_id or "", "/" + ctx.client_host)
+
+    async def ask(self, api_version: int, handle, client_id: str = "", client_host: str = ""):
+        """`call` for the broker's own questions (a partition leader asking
+        the transaction coordinator it hosts), as a request of `api_version`."""
         token = next(self._tokens)
         slot: list[Any] = [trio.Event(), None]
         self._waiting[token] = slot
-        rctx = RequestContext(token, ctx.api_version, ctx.client_id or "", "/" + ctx.client_host)
+        rctx = RequestContext(token, api_version, client_id, client_host)
         try:
             self._execute(handle(rctx, now_ms()))
             await slot[0].wait()

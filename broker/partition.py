@@ -252,7 +252,13 @@ class Partition:
         return info
 
     def append_transaction_marker(
-        self, producer_id: int, producer_epoch: int, *, commit: bool, coordinator_epoch: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        transaction_version: int = 0,
     ) -> AppendInfo:
         """WriteTxnMarkers: the leader appends the marker ending `producer_id`'s
         transaction here (raises what the log's marker append raises)."""
@@ -264,6 +270,7 @@ class Partition:
             commit=commit,
             coordinator_epoch=coordinator_epoch,
             leader_epoch=self.leader_epoch,
+            transaction_version=transaction_version,
         )
         self.maybe_increment_high_watermark()
         self.notify()

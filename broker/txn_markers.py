@@ -34,7 +34,7 @@ from wire.error_codes import ErrorCode
 log = logging.getLogger("gregor.txn.markers")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-WRITE_TXN_MARKERS_VERSION = 1
+WRITE_TXN_MARKERS_VERSION = 2
 RETRY_BACKOFF_S = 0.1
 # Errors after which the coordinator stops sending this transaction's markers:
 # a newer coordinator or producer epoch owns it now.
@@ -52,6 +52,9 @@ class Marker:
     commit: bool
     coordinator_epoch: int
     partitions: tuple[TopicPartition, ...]
+    # 2 for a transaction of transactions v2: its marker must carry an epoch
+    # newer than its batches' (the partition refuses a stale one).
+    transaction_version: int = 0
 
 
 class MarkerWriter:
@@ -87,6 +90,7 @@ class MarkerWriter:
                     marker.producer_epoch,
                     commit=marker.commit,
                     coordinator_epoch=marker.coordinator_epoch,
+                    transaction_version=marker.transaction_version,
                 )
             except PartitionError as e:
                 results[tp] = ErrorCode(e.code)
@@ -145,6 +149,7 @@ class MarkerSender:
                     marker.commit,
                     marker.coordinator_epoch,
                     tuple(tps),
+                    marker.transaction_version,
                 )
                 results = await self._write(leader, one, image)
                 for tp, error in results.items():
@@ -177,6 +182,7 @@ class MarkerSender:
                     "transaction_result": marker.commit,
                     "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
                     "coordinator_epoch": marker.coordinator_epoch,
+                    "transaction_version": marker.transaction_version,
                 }
             ]
         }

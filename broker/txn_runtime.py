@@ -38,6 +38,7 @@ def txn_config(config: BrokerConfig, partitions: int | None) -> TxnConfig:
         max_timeout_ms=config["transaction.max.timeout.ms"],
         id_expiration_ms=config["transactional.id.expiration.ms"],
         id_expiration_check_ms=config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+        transaction_version=config["gregor.transaction.version"],
     )
 
 
@@ -99,6 +100,7 @@ class TransactionRuntime(CoordinatorDriver):
             action.commit,
             action.coordinator_epoch,
             action.partitions,
+            action.transaction_version,
         )
         if await self.sender.send(marker, still_wanted) and still_wanted():
             self._execute(

@@ -181,6 +181,7 @@ _KEYS: list[ConfigKey] = [
     # --- Gregor's own ---------------------------------------------------------------
     define_key("gregor.metrics.port", I, None, "Gregor-specific: port of the Prometheus metrics HTTP endpoint (unset: disabled; 0: a free port).", _port),
     define_key("gregor.metrics.host", S, "localhost", "Gregor-specific: address the metrics endpoint binds."),
+    define_key("gregor.transaction.version", SH, 2, "Gregor-specific: the level of the transaction.version feature this broker finalizes and advertises in ApiVersions (Kafka sets it with kafka-storage format --feature or kafka-features). 2: transactions v2 (KIP-890 part 2), which Kafka 4.x clients then use; 0 or 1: clients use transactions v1. Set it alike on every broker of a cluster.", between(0, 2)),
     define_key("gregor.cluster.id", S, None, "Gregor-specific: cluster id used when this node creates new cluster metadata (Kafka keeps it in meta.properties, set by kafka-storage format). Unset: generated.", _cluster_id),
 ]
 # fmt: on

@@ -42,7 +42,7 @@ def build_handlers(
     verifier,
 ) -> list[object]:
     return [
-        ApiVersionsHandler(),
+        ApiVersionsHandler(config["gregor.transaction.version"]),
         MetadataHandler(metadata, replicas, topics, config),
         DescribeClusterHandler(metadata),
         DescribeTopicPartitionsHandler(metadata, replicas),
@@ -57,5 +57,5 @@ def build_handlers(
         FindCoordinatorHandler(groups, txns, metadata),
         GroupsHandler(groups, metadata, verifier),
         ProducerIdsHandler(producer_ids, txns),
-        TransactionsHandler(txns, groups, metadata, markers, replicas),
+        TransactionsHandler(txns, groups, metadata, markers, replicas, producer_ids),
     ]

@@ -2,10 +2,11 @@
 
 JoinGroup 0-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit
 2-9, OffsetFetch 1-9, DescribeGroups 0-6 (v6 is Kafka 4.3's), ListGroups 0-5, DeleteGroups 0-2,
-OffsetDelete 0, TxnOffsetCommit 0-4: the versions Kafka 4.x serves (librdkafka
+OffsetDelete 0, TxnOffsetCommit 0-5: the versions Kafka 4.x serves (librdkafka
 still checks that the group APIs start at 0). A TxnOffsetCommit is first
 verified with the transaction coordinator (the group's offsets partition must
-be in the producer's open transaction, KIP-890 part 1), as Kafka does. The coordinator shapes every response; the broker adds
+be in the producer's open transaction, KIP-890 part 1), or from v5
+(transactions v2) the partition is added to it there, as Kafka does. The coordinator shapes every response; the broker adds
 only what Kafka's KafkaApis adds: partitions of topics that do not exist get
 UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit and OffsetDelete without reaching
 the coordinator, and DescribeGroups carries the authorized operations when
@@ -18,7 +19,7 @@ from broker.group_runtime import OFFSETS_TOPIC, GroupRuntime
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
-from broker.txn_verifier import TxnVerifier
+from broker.txn_verifier import Operation, TxnVerifier
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.values import Struct
@@ -132,20 +133,22 @@ class GroupsHandler:
             return response
         return _merge_topic_results(response, unknown, "partitions")
 
-    @handles(ApiKey.TXN_OFFSET_COMMIT, "0-4")
+    @handles(ApiKey.TXN_OFFSET_COMMIT, "0-5")
     async def txn_offset_commit(self, ctx: RequestContext, request):
         known, unknown = _split_unknown_partitions(self.metadata.image, request)
         if known.topics:
             offsets = (OFFSETS_TOPIC, self.groups.coordinator.partition_for(request.group_id))
             verified = await self.verifier.verify(
-                request.transactional_id, request.producer_id, request.producer_epoch, [offsets]
+                request.transactional_id,
+                request.producer_id,
+                request.producer_epoch,
+                [offsets],
+                Operation.for_txn_offset_commit(ctx.api_version),
             )
             error = verified[offsets]
             if error != ErrorCode.NONE:
                 if error in _RETRIABLE_VERIFY_ERRORS:
                     error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-                elif error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 2:
-                    error = ErrorCode.INVALID_PRODUCER_EPOCH
                 rejected = [
                     (t.name, [(p.partition_index, error) for p in t.partitions])
                     for t in known.topics
@@ -161,6 +164,7 @@ class GroupsHandler:
 
 # The transaction coordinator could not answer: the producer retries.
 _RETRIABLE_VERIFY_ERRORS = {
+    ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR,
     ErrorCode.CONCURRENT_TRANSACTIONS,

@@ -27,7 +27,7 @@ from broker.registry import handles
 from broker.replica_manager import ReplicaManager
 from broker.request_context import RequestContext
 from broker.topic_configs import EffectiveTopicConfigs
-from broker.txn_verifier import TxnVerifier
+from broker.txn_verifier import Operation, TxnVerifier
 from logstore import InvalidProducerEpoch, LogError, OutOfOrderSequence
 from logstore.log_validator import (
     RecordsError,
@@ -90,7 +90,7 @@ class ProduceHandler:
         self.topic_configs = topic_configs
         self.verifier = verifier
 
-    @handles(ApiKey.PRODUCE, "0-11", error_response)
+    @handles(ApiKey.PRODUCE, "0-12", error_response)
     async def produce(self, ctx: RequestContext, request):
         acks = request.acks
         try:
@@ -108,7 +108,11 @@ class ProduceHandler:
             return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         image = self.metadata.image
         guards = (
-            await self._verify(request.transactional_id, transactional) if transactional else {}
+            await self._verify(
+                request.transactional_id, transactional, Operation.for_produce(ctx.api_version)
+            )
+            if transactional
+            else {}
         )
         now = time.time_ns() // 1_000_000
         responses = []
@@ -140,11 +144,13 @@ class ProduceHandler:
                     result.update(error_code=error, base_offset=-1)
         return {"responses": responses, "throttle_time_ms": 0}
 
-    async def _verify(self, transactional_id: str, transactional) -> dict[tuple[str, int], _Guard]:
+    async def _verify(
+        self, transactional_id: str, transactional, operation: Operation
+    ) -> dict[tuple[str, int], _Guard]:
         """Ask the transaction coordinator about the partitions (of the
         request's transactional ones: (topic, partition data)) where the batch
-        would open the producer's transaction (txn_verifier.py); a guard per
-        partition asked about."""
+        would open the producer's transaction, or (v12, transactions v2) have
+        it add them (txn_verifier.py); a guard per partition asked about."""
         asked: dict[tuple[str, int], tuple[Partition, object]] = {}
         producer = None
         for name, p in transactional:
@@ -158,10 +164,14 @@ class ProduceHandler:
                 asked[(name, p.index)] = (partition, entry)
         if not asked or producer is None:
             return {}
-        outcome = await self.verifier.verify(transactional_id, *producer, list(asked))
+        outcome = await self.verifier.verify(transactional_id, *producer, list(asked), operation)
         return {
             tp: _Guard(
-                producer[0], producer[1], entry, _VERIFY_ERRORS.get(outcome[tp], outcome[tp])
+                producer[0],
+                producer[1],
+                entry,
+                _verify_error(outcome[tp], operation),
+                operation is Operation.ADD,
             )
             for tp, (_, entry) in asked.items()
         }
@@ -236,13 +246,22 @@ class ProduceHandler:
 
 # What a producer is told when the coordinator could not answer: retriable
 # errors become NOT_ENOUGH_REPLICAS, which every producer retries (as Kafka does).
-_VERIFY_ERRORS = {
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+_RETRIABLE_VERIFY_ERRORS = {
+    ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
 }
+
+
+def _verify_error(error: ErrorCode, operation: Operation) -> ErrorCode:
+    if error in _RETRIABLE_VERIFY_ERRORS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and operation is not Operation.ADD:
+        # Transactions v2 producers expect it (common while the previous
+        # transaction completes), older ones may not retry it.
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return error
 
 
 def _opens_transaction(entry, epoch: int) -> bool:
@@ -262,12 +281,23 @@ class _Guard:
     epoch: int
     entry: object
     error: ErrorCode
+    # Transactions v2: the previous transaction's marker carries the epoch
+    # this batch's transaction runs at.
+    epoch_bumped_by_markers: bool = False
 
     def refusal(self, partition: Partition) -> ErrorCode | None:
         if self.error != ErrorCode.NONE:
             return self.error
         entry = partition.log.producer_entry(self.producer_id)
         if entry is not self.entry and _opens_transaction(entry, self.epoch):
+            if (
+                self.epoch_bumped_by_markers
+                and entry is not None
+                and entry.producer_epoch == self.epoch
+            ):
+                # The marker ending the previous transaction came meanwhile;
+                # it does not end this one (Kafka keeps the guard then too).
+                return None
             return ErrorCode.INVALID_TXN_STATE
         return None
 

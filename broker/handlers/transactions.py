@@ -5,14 +5,16 @@ coordinator in broker/txn_runtime.py) and the partition leader's
 `kafka-transactions.sh describe-producers`, `find-hanging` and `abort` read).
 
 InitProducerId with a transactional id is in handlers/producer_ids.py, and
-TxnOffsetCommit with the group APIs. Versions: transactions v1 (AddPartitionsToTxn
-v5 and EndTxn v5 belong to transactions v2, which is not served).
+TxnOffsetCommit with the group APIs. Versions: all of Kafka 4.3's, transactions
+v1 and v2 (EndTxn v5 bumps the epoch; AddPartitionsToTxn v4+ come from
+partition leaders, adding a v2 producer's partitions or verifying a v1's).
 """
 
 from __future__ import annotations
 
 from broker.group_runtime import GroupRuntime
 from broker.metadata.publisher import MetadataCache
+from broker.producer_id_manager import ProducerIdManager
 from broker.registry import handles
 from broker.replica_manager import ReplicaManager
 from broker.request_context import RequestContext
@@ -30,14 +32,16 @@ class TransactionsHandler:
         metadata: MetadataCache,
         markers: MarkerWriter,
         replicas: ReplicaManager,
+        producer_ids: ProducerIdManager,
     ):
         self.replicas = replicas
+        self.producer_ids = producer_ids
         self.txns = txns
         self.groups = groups
         self.metadata = metadata
         self.markers = markers
 
-    @handles(ApiKey.ADD_PARTITIONS_TO_TXN, "0-4")
+    @handles(ApiKey.ADD_PARTITIONS_TO_TXN, "0-5")
     async def add_partitions_to_txn(self, ctx: RequestContext, request):
         image = self.metadata.image
         if ctx.api_version <= 3:
@@ -65,10 +69,16 @@ class TransactionsHandler:
             lambda rctx, now: coordinator.add_offsets(rctx, request, now, offsets_partition),
         )
 
-    @handles(ApiKey.END_TXN, "0-4")
+    @handles(ApiKey.END_TXN, "0-5")
     async def end_txn(self, ctx: RequestContext, request):
         coordinator = self.txns.coordinator
-        return await self.txns.call(ctx, lambda rctx, now: coordinator.end_txn(rctx, request, now))
+        fresh = -1
+        if ctx.api_version >= 5 and coordinator.epoch_exhausted(request.transactional_id):
+            # v2 ends this transaction by handing the id over to a new producer id.
+            fresh = await self.producer_ids.next_id()
+        return await self.txns.call(
+            ctx, lambda rctx, now: coordinator.end_txn(rctx, request, now, fresh)
+        )
 
     @handles(ApiKey.DESCRIBE_TRANSACTIONS, "0")
     async def describe_transactions(self, ctx: RequestContext, request):
@@ -82,7 +92,7 @@ class TransactionsHandler:
             ctx, lambda rctx, now: coordinator.list_transactions(rctx, request, now)
         )
 
-    @handles(ApiKey.WRITE_TXN_MARKERS, "0-1")
+    @handles(ApiKey.WRITE_TXN_MARKERS, "0-2")
     async def write_txn_markers(self, ctx: RequestContext, request):
         image = self.metadata.image
         answers = []
@@ -93,6 +103,7 @@ class TransactionsHandler:
                 m.transaction_result,
                 m.coordinator_epoch,
                 tuple((t.name, p) for t in m.topics for p in t.partition_indexes),
+                m.transaction_version,
             )
             results = await self.markers.write_local(marker, image)
             by_topic: dict[str, list] = {}
