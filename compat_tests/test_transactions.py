@@ -1,9 +1,10 @@
 """Transactions: commit, abort, read_committed, fencing, timeouts,
 sendOffsetsToTransaction, Kafka's own transactional tools.
 
-Apache Kafka 4.3.1 serves transactions v2 to the clients that use it (the
-Java client), Gregor v1; what is asserted is what an application sees, which
-both versions give alike.
+Both brokers finalize `transaction.version` 2, so the Java client runs
+transactions v2 (KIP-890 part 2: no AddPartitionsToTxn, the epoch bumped by
+every EndTxn); librdkafka, kafka-python and franz-go run v1. What is asserted
+is what an application and Kafka's tools see.
 """
 
 from __future__ import annotations
@@ -306,6 +307,54 @@ def test_kafka_transactions_tool(bootstrap, topic):
     producers = table("describe-producers", "--topic", t, "--partition", "0")
     assert [r["ProducerId"] for r in producers] == [described["ProducerId"]]
     assert producers[0]["CurrentTransactionStartOffset"] == "None"
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("ApiVersions", "Produce", "EndTxn", "DescribeTransactions", "DescribeProducers")
+def test_java_producer_runs_transactions_v2(bootstrap, topic):
+    """Kafka's perf tool commits a transaction every 100 ms. Under
+    transactions v2 each EndTxn bumps the producer epoch and the markers carry
+    it, so the epoch the coordinator and the partition report counts the
+    transactions (it would stay 0 under v1), and read_committed sees every
+    record."""
+    t = topic(partitions=1)
+    txn_id = unique("perf-txn")
+    records = 400
+    proc = java.run(
+        "kafka-producer-perf-test",
+        "--topic",
+        t,
+        "--num-records",
+        records,
+        "--record-size",
+        100,
+        "--throughput",
+        1000,
+        "--transactional-id",
+        txn_id,
+        "--transaction-duration-ms",
+        100,
+        "--producer-props",
+        f"bootstrap.servers={bootstrap}",
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def table(*args) -> list[dict[str, str]]:
+        out = java.run("kafka-transactions", "--bootstrap-server", bootstrap, *args)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return java.table(out.stdout)
+
+    [described] = table("describe", "--transactional-id", txn_id)
+    assert described["TransactionState"] == "CompleteCommit"
+    epoch = int(described["ProducerEpoch"])
+    assert epoch >= 2, described  # one bump per transaction, 0 under v1
+    [producer] = table("describe-producers", "--topic", t, "--partition", "0")
+    assert producer["ProducerId"] == described["ProducerId"]
+    # The last marker was written with the epoch the last EndTxn bumped to.
+    assert int(producer["ProducerEpoch"]) == epoch
+    assert producer["CurrentTransactionStartOffset"] == "None"
+    assert len(read_isolated(bootstrap, t, 1, "read_committed", records)) == records
 
 
 @pytest.mark.client("kafka-python")

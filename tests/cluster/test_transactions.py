@@ -11,10 +11,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from compatlib import java as compat_java
 from compatlib.transactions import read_isolated, values
 from confluent_kafka import KafkaException, Producer
 
 from tests.cluster.test_failover import TIMEOUT, create, partitions_of, wait_until
+from tests.support.clients import needs_java
 from tests.support.raw import RawClient
 from wire.api_keys import ApiKey
 
@@ -86,3 +88,45 @@ def test_markers_reach_every_leader_and_commits_survive_the_coordinators_death(c
         producer.produce(topic, value=b"zombie", partition=1)
         producer.commit_transaction(TIMEOUT)
     assert read_committed(cluster.bootstrap, topic, 3, 61) == sorted([*expected, b"last"])
+
+
+@needs_java
+def test_java_transactions_v2_add_partitions_through_their_leaders(cluster):
+    """Kafka's Java producer runs transactions v2 here: no AddPartitionsToTxn,
+    so each partition's leader adds it with the transaction's coordinator
+    (AddPartitionsToTxn v5 between brokers), and EndTxn v5's markers carry
+    the bumped epoch to the other brokers (WriteTxnMarkers v2)."""
+    topic = "txn2-" + uuid.uuid4().hex[:6]
+    create(cluster, topic, partitions=3)
+    leaders = sorted(leader for leader, _, _ in partitions_of(cluster, topic).values())
+    assert leaders == [1, 2, 3]
+    txn_id = "txn2-" + topic
+    records = 600
+    proc = compat_java.run(
+        "kafka-producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        records,
+        "--record-size",
+        100,
+        "--throughput",
+        2000,
+        "--transactional-id",
+        txn_id,
+        "--transaction-duration-ms",
+        100,
+        "--producer-props",
+        f"bootstrap.servers={cluster.bootstrap}",
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(read_committed(cluster.bootstrap, topic, 3, records)) == records
+    described = compat_java.run(
+        "kafka-transactions", "--bootstrap-server", cluster.bootstrap, "describe",
+        "--transactional-id", txn_id,
+    )  # fmt: skip
+    assert described.returncode == 0, described.stderr[-2000:]
+    [state] = compat_java.table(described.stdout)
+    assert state["TransactionState"] == "CompleteCommit"
+    assert int(state["ProducerEpoch"]) >= 2  # bumped by every EndTxn v5
