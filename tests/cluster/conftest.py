@@ -15,9 +15,11 @@ healed without root:
   endpoints registered in ZooKeeper, so followers fetching from it, brokers
   reaching it and clients (the bootstrap list names the proxies too) all go
   through that proxy.
-`isolate(n)` cuts both; `heal(n)` restores them. Broker n's own outbound
-connections (its followers fetching from the others) still pass: a one-sided
-partition, the broker that loses ZooKeeper and everyone's way in to it.
+`isolate(n)` cuts both, and broker n's own connections out to the other
+brokers (its followers fetching from their leaders, its coordinators'
+requests): each other broker's inbound proxy refuses broker n's process
+(`TcpProxy.cut_from`), so the partition is symmetric; clients still reach
+the other brokers. `heal(n)` restores all of it.
 """
 
 from __future__ import annotations
@@ -122,11 +124,20 @@ class GregorCluster:
         self.brokers[node_id].proc.send_signal(signal.SIGCONT)
 
     def isolate(self, node_id: int, mode: str = BLACKHOLE) -> None:
-        """Cut broker `node_id` off ZooKeeper and off every connection into it."""
+        """Cut broker `node_id` off ZooKeeper, off every connection into it
+        and off the other brokers."""
         self.zk_proxies[node_id].cut(mode)
         self.inbound[node_id].cut(mode)
+        pid = self.brokers[node_id].proc.pid
+        for other, proxy in self.inbound.items():
+            if other != node_id:
+                proxy.cut_from(pid, mode)
 
     def heal(self, node_id: int) -> None:
+        pid = self.brokers[node_id].proc.pid
+        for other, proxy in self.inbound.items():
+            if other != node_id:
+                proxy.heal_from(pid)
         self.zk_proxies[node_id].heal()
         self.inbound[node_id].heal()
 

@@ -18,9 +18,9 @@ acknowledgement.
 
 The network cut ("isolate-leader") goes through the TCP proxies of the
 `cluster` fixture (tests/cluster/conftest.py): the leader's ZooKeeper
-connection and every connection into it are cut, for longer than a
-ZooKeeper session. It is a one-sided partition: the isolated broker's own
-connections out (its fetches from the other leaders) still pass. It is the
+connection, every connection into it and its own connections to the other
+brokers are cut, for longer than a ZooKeeper session: a symmetric partition
+(clients still reach the others). It is the
 classic "a leader loses ZooKeeper and its followers" case: its session
 expires, the controller elects a new leader from the ISR, the old leader
 cannot shrink its ISR (the conditional write fails), so it can acknowledge

@@ -23,11 +23,20 @@ What "cut" does to connections opened meanwhile is the mode:
 
 The target may be set after start() (`proxy.target = (host, port)`), for a
 process that must be told the proxy's port before it picks its own.
+
+One source only: `cut_from(pid)` resets that process's connections through
+the proxy and treats its new ones as `cut()` would, everyone else's still
+pass; `heal_from(pid)` ends it. The proxy tells connections apart by the
+process owning the peer socket (Linux's /proc: loopback only, the test's
+own processes). With a proxy in front of every broker, cutting one broker
+from every other broker's proxy, beside its own inbound proxy, makes a
+symmetric partition.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import selectors
 import socket
 import struct
@@ -47,6 +56,50 @@ def _reset(sock: socket.socket) -> None:
     sock.close()
 
 
+def _loopback_ports(address: str) -> int:
+    """The port of a /proc/net/tcp address ("0100007F:1F90")."""
+    return int(address.rsplit(":", 1)[1], 16)
+
+
+def peer_pid(local_port: int, peer_port: int) -> int | None:
+    """The process owning the other end of a loopback connection to
+    `local_port` from `peer_port` (None if it is gone or not ours to see)."""
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if (
+                        _loopback_ports(fields[1]) == peer_port
+                        and _loopback_ports(fields[2]) == local_port
+                    ):
+                        inode = fields[9]
+                        break
+        except OSError:
+            continue
+        if inode is not None:
+            break
+    if inode is None or inode == "0":
+        return None
+    wanted = f"socket:[{inode}]"
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == wanted:
+                    return int(pid)
+            except OSError:
+                continue
+    return None
+
+
 class _Link:
     """One proxied connection: the client's socket and the target's."""
 
@@ -54,6 +107,8 @@ class _Link:
         self.proxy = proxy
         self.client = client
         self.upstream = upstream
+        # The client's (local port, peer port) as the proxy sees them.
+        self.ports = (client.getsockname()[1], client.getpeername()[1])
         self._open_directions = 2
         self._lock = threading.Lock()
         self.closed = False
@@ -110,6 +165,8 @@ class TcpProxy:
         self.host = host
         self.port: int = self._listener.getsockname()[1]
         self.mode = OPEN
+        # Processes cut off by cut_from(), and the mode their connections get.
+        self.cut_sources: dict[int, str] = {}
         self.bytes_forwarded = 0
         self._links: set[_Link] = set()
         self._held: list[socket.socket] = []
@@ -151,6 +208,32 @@ class TcpProxy:
         for link in links:
             link.reset()
 
+    def cut_from(self, pid: int, mode: str = BLACKHOLE) -> None:
+        """cut() for the connections of process `pid` only."""
+        assert mode in (BLACKHOLE, RESET), mode
+        with self._lock:
+            self.cut_sources[pid] = mode
+            links = list(self._links)
+        for link in links:
+            if peer_pid(*link.ports) == pid:
+                link.reset()
+
+    def heal_from(self, pid: int) -> None:
+        """End cut_from(pid); its connections held by a blackhole are closed."""
+        with self._lock:
+            self.cut_sources.pop(pid, None)
+            held = list(self._held)
+        for sock in held:
+            try:
+                owner = peer_pid(sock.getsockname()[1], sock.getpeername()[1])
+            except OSError:
+                owner = pid  # its client is gone: close it too
+            if owner == pid:
+                with self._lock:
+                    if sock in self._held:
+                        self._held.remove(sock)
+                _reset(sock)
+
     def heal(self) -> None:
         """Forward new connections again; the ones held by a blackhole are closed."""
         with self._lock:
@@ -189,6 +272,14 @@ class TcpProxy:
     def _admit(self, client: socket.socket) -> None:
         with self._lock:
             mode = self.mode
+            sources = dict(self.cut_sources)
+        if mode == OPEN and sources:
+            try:
+                pid = peer_pid(client.getsockname()[1], client.getpeername()[1])
+            except OSError:
+                pid = None
+            mode = sources.get(pid, OPEN) if pid is not None else OPEN
+        with self._lock:
             if mode == BLACKHOLE:
                 self._held.append(client)
                 return
@@ -203,7 +294,12 @@ class TcpProxy:
         upstream.settimeout(None)
         for sock in (client, upstream):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        link = _Link(self, client, upstream)
+        try:
+            link = _Link(self, client, upstream)
+        except OSError:  # the client left meanwhile
+            _reset(client)
+            _reset(upstream)
+            return
         with self._lock:
             if self.mode != OPEN:  # cut while connecting
                 admitted = False
@@ -212,6 +308,9 @@ class TcpProxy:
                 admitted = True
         if not admitted:
             link.reset()
+            return
+        if self.cut_sources and peer_pid(*link.ports) in self.cut_sources:
+            link.reset()  # its process was cut off while it was admitted
             return
         link.start()
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import socket
 import threading
 import time
 
 import pytest
 
-from tests.support.tcp_proxy import RESET, TcpProxy
+from tests.support.tcp_proxy import RESET, TcpProxy, peer_pid
 
 
 class EchoServer:
@@ -177,3 +179,49 @@ def test_many_connections_at_once(proxy):
     finally:
         for sock in socks:
             sock.close()
+
+
+def _echo_from_child(port: int, ready, go, done) -> None:
+    """In another process: connect through the proxy, then echo once on `go`."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+    ready.set()
+    go.wait(10)
+    try:
+        sock.sendall(b"ping")
+        done.put(sock.recv(4) == b"ping")
+    except OSError:
+        done.put(False)
+
+
+def test_cut_from_one_process_leaves_the_others(proxy):
+    """A symmetric partition needs one source cut at every other proxy:
+    the cut process's connections (live and new) fail, this one's pass."""
+    ctx = multiprocessing.get_context("fork")
+    ready, go, done = ctx.Event(), ctx.Event(), ctx.Queue()
+    child = ctx.Process(target=_echo_from_child, args=(proxy.port, ready, go, done))
+    child.start()
+    try:
+        assert ready.wait(10)
+        mine = socket.create_connection(("127.0.0.1", proxy.port), timeout=2)
+        deadline = time.monotonic() + 10
+        while proxy.live_connections < 2:  # both admitted by the proxy's thread
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        proxy.cut_from(child.pid)
+        go.set()
+        assert done.get(timeout=10) is False  # its live connection was reset
+        mine.sendall(b"pong")
+        assert mine.recv(4) == b"pong"
+        # New connections: this process's pass, the child's are held.
+        assert peer_pid_of_new_connection(proxy) == os.getpid()
+    finally:
+        child.join(10)
+    proxy.heal_from(child.pid)
+    assert not proxy.cut_sources
+
+
+def peer_pid_of_new_connection(proxy) -> int | None:
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as sock:
+        sock.sendall(b"x")
+        assert sock.recv(1) == b"x"
+        return peer_pid(sock.getpeername()[1], sock.getsockname()[1])
