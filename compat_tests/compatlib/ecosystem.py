@@ -1,6 +1,7 @@
 """Kafka's own ecosystem as the compat tests run it: a JVM with its log in a
 file, a Kafka Connect worker in distributed mode driven over its REST API,
-and MirrorMaker 2's checkpoint records read back from the broker.
+and MirrorMaker 2 mirroring a topic and a group's offsets between two
+clusters (its checkpoint records read back from the target).
 
 Every JVM logs to a file in the test's tmp_path (never to a pipe that nobody
 reads, which would stall it once full); `log_tail` is what a failing test
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compatlib import java
-from compatlib.common import unique
+from compatlib.common import ck_consume, ck_produce, ck_watermarks, unique
 
 DEADLINE = 90.0
 
@@ -156,3 +157,81 @@ def decode_checkpoint(key: bytes, value: bytes) -> Checkpoint:
     version, upstream, downstream = struct.unpack_from(">hqq", value, 0)
     assert version == 0, f"unknown checkpoint version {version}"
     return Checkpoint(group, topic, partition, upstream, downstream)
+
+
+def mirror_and_translate(source: str, target: str, topic: str, tmp_path: Path) -> None:
+    """MirrorMaker 2 from `source` (alias a) to `target` (alias b), which may be
+    one broker: 100 records of `topic` (existing, one partition, empty)
+    appear in order in `a.<topic>` on the target, and a group that committed
+    offset 60 upstream gets a translated offset there, from a checkpoint."""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    mirror = f"a.{topic}"
+    ck_produce(source, topic, [{"value": b"m%d" % i} for i in range(100)])
+    group = unique("mm2-group")
+    # The group consumed (and committed) the first 60 records of the source.
+    c = Consumer({"bootstrap.servers": source, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, 0, 60)], asynchronous=False)
+    c.close()
+    props = java.properties_file(
+        {
+            "clusters": "a, b",
+            "a.bootstrap.servers": source,
+            "b.bootstrap.servers": target,
+            "a->b.enabled": "true",
+            "a->b.topics": topic,
+            "a->b.groups": group,
+            "b->a.enabled": "false",
+            "replication.factor": 1,
+            "checkpoints.topic.replication.factor": 1,
+            "heartbeats.topic.replication.factor": 1,
+            "offset-syncs.topic.replication.factor": 1,
+            "offset.storage.replication.factor": 1,
+            "status.storage.replication.factor": 1,
+            "config.storage.replication.factor": 1,
+            "sync.topic.configs.enabled": "false",
+            "sync.topic.acls.enabled": "false",
+            "emit.checkpoints.interval.seconds": 1,
+            "sync.group.offsets.enabled": "true",
+            "sync.group.offsets.interval.seconds": 1,
+            "offset.lag.max": 0,
+            "refresh.topics.interval.seconds": 1,
+            "refresh.groups.interval.seconds": 1,
+        },
+        tmp_path,
+    )
+    admin = AdminClient({"bootstrap.servers": target})
+    log = tmp_path / "mm2.log"
+    mm2 = start_jvm("org.apache.kafka.connect.mirror.MirrorMaker", props, log=log)
+    try:
+        wait_for(lambda: mirror in admin.list_topics(timeout=5).topics, "the mirrored topic", mm2)
+        got = [m.value() for m in ck_consume(target, mirror, count=100, timeout=DEADLINE)]
+        assert got == [b"m%d" % i for i in range(100)]
+
+        def checkpoints():
+            _, end = ck_watermarks(target, "a.checkpoints.internal")
+            records = ck_consume(target, "a.checkpoints.internal", count=end)
+            found = [decode_checkpoint(m.key(), m.value()) for m in records]
+            return [cp for cp in found if cp.group == group]
+
+        def translated():
+            request = ConsumerGroupTopicPartitions(group, [TopicPartition(mirror, 0)])
+            offsets = admin.list_consumer_group_offsets([request])[group].result(10)
+            return [tp.offset for tp in offsets.topic_partitions if tp.offset >= 0]
+
+        # MirrorMaker translates conservatively, from the sparse offset syncs
+        # it wrote: never past the group's real position (that would skip
+        # records), at least past the first sync.
+        [offset] = wait_for(translated, "the group's offsets on the mirrored topic", mm2)
+        assert 1 <= offset <= 60
+        # The checkpoint it synced them from: the group's position upstream
+        # and the same translation.
+        found = wait_for(checkpoints, "a checkpoint of the group", mm2)
+        assert {(cp.topic, cp.partition, cp.upstream_offset) for cp in found} == {(mirror, 0, 60)}
+        assert offset in {cp.downstream_offset for cp in found}
+    except BaseException:
+        print(log_tail(log))
+        raise
+    finally:
+        java.stop(mm2, timeout=30)
