@@ -1,10 +1,10 @@
 """Transactions: commit, abort, read_committed, fencing, timeouts,
 sendOffsetsToTransaction, Kafka's own transactional tools.
 
-Both brokers finalize `transaction.version` 2, so the Java client runs
-transactions v2 (KIP-890 part 2: no AddPartitionsToTxn, the epoch bumped by
-every EndTxn); librdkafka, kafka-python and franz-go run v1. What is asserted
-is what an application and Kafka's tools see.
+Both brokers finalize `transaction.version` 2, so the Java client and
+franz-go run transactions v2 (KIP-890 part 2: no AddPartitionsToTxn, the
+epoch bumped by every EndTxn); librdkafka and kafka-python run v1. What is
+asserted is what an application and Kafka's tools see.
 """
 
 from __future__ import annotations
