@@ -27,6 +27,7 @@ from wire.records.compression import (
     ZSTD,
     compress,
     decompress,
+    decompress_scratch,
 )
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
@@ -454,3 +455,44 @@ def test_zstd_rle_block_over_the_block_maximum_is_corrupt():
 def test_highly_compressible_data_still_decodes(codec):
     data = b"\x00" * (4 * MIB) + b"tail"
     assert decompress(codec, compress(codec, data), 8 * MIB) == data
+
+
+# --- decompress_scratch: the produce path's reused buffer ----------------------------
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=CODEC_IDS)
+@pytest.mark.parametrize("size", [0, 100, 64 * 1024 + 1, MIB + 3])
+def test_decompress_scratch_gives_what_decompress_gives(codec, size):
+    data = mixed_data(size)
+    packed = compress(codec, data)
+    assert bytes(decompress_scratch(codec, packed, 2 * MIB)) == data
+
+
+def test_decompress_scratch_reads_go_style_lz4_frames_of_4_mib_blocks():
+    """franz-go's LZ4 frames declare 4 MiB blocks: the bound of every batch."""
+    data = mixed_data(60 * 1024)
+    # Streamed, as Go's writer does (a one-shot frame shrinks its blocks to the input).
+    writer = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX4MB)
+    packed = writer.begin() + writer.compress(data) + writer.flush()
+    assert packed[5] >> 4 == 7  # the frame descriptor's block maximum: 4 MiB
+    first = decompress_scratch(LZ4, packed, 64 * MIB)
+    assert bytes(first) == data
+    # The next call reuses the buffer: a later, shorter batch reads right.
+    other = mixed_data(1000)
+    assert bytes(decompress_scratch(LZ4, lz4.frame.compress(other), 64 * MIB)) == other
+
+
+@pytest.mark.parametrize("codec", [LZ4, ZSTD], ids=["lz4", "zstd"])
+def test_decompress_scratch_keeps_the_limit_and_refuses_corruption(codec):
+    data = mixed_data(10_000)
+    packed = compress(codec, data)
+    assert bytes(decompress_scratch(codec, packed, len(data))) == data
+    with pytest.raises(DecodeError, match="more than the limit"):
+        decompress_scratch(codec, packed, len(data) - 1)
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    try:
+        out = decompress_scratch(codec, bytes(corrupt), len(data))
+    except DecodeError:
+        return
+    assert len(out) <= len(data)

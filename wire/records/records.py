@@ -53,7 +53,13 @@ from wire.records.batch import (
     encode_batch,
     read_batch_header,
 )
-from wire.records.compression import CODEC_NAMES, NONE, compress, decompress_buffer
+from wire.records.compression import (
+    CODEC_NAMES,
+    NONE,
+    compress,
+    decompress_buffer,
+    decompress_scratch,
+)
 
 # What a decompressed records section may grow to unless the caller says
 # otherwise (Kafka itself has no such limit; we need one against bombs).
@@ -233,7 +239,8 @@ def check_records(
         )
     payload = memoryview(batch_buf)[pos + BATCH_HEADER_SIZE : pos + size]
     codec = header.compression
-    section = payload if codec == NONE else decompress_buffer(codec, payload, max_uncompressed)
+    # The walk keeps nothing of the records: the thread's scratch buffer will do.
+    section = payload if codec == NONE else decompress_scratch(codec, payload, max_uncompressed)
     count = header.records_count
     if count < 0 or count * MIN_RECORD_SIZE > len(section):
         raise DecodeError(f"record count {count} cannot fit in {len(section)} bytes of records")
