@@ -30,6 +30,7 @@ from broker.partition import Partition, PartitionError, TopicPartition
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.topic_configs import EffectiveTopicConfigs
 from logstore import LogError
+from logstore.local_log import LocalLog
 from wire.error_codes import ErrorCode
 
 log = logging.getLogger("gregor.replicas")
@@ -60,6 +61,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         # Hosted partitions whose log could not be opened.
         self.offline: set[TopicPartition] = set()
+        # Bumped whenever `offline` changes (see offline_stamp).
+        self._offline_changes = 0
         self.stopping = False
         self._nursery: trio.Nursery | None = None
         logs.on_log_start_moved = self._log_start_moved
@@ -100,6 +103,11 @@ class ReplicaManager:
             return None, ErrorCode.KAFKA_STORAGE_ERROR
         error = partition.check_leader_epoch(current_leader_epoch)
         return partition, error
+
+    def offline_stamp(self) -> tuple[int, int]:
+        """Changes whenever a replica of this broker goes offline or stops
+        being offline: what `is_offline` answers may differ only then."""
+        return LocalLog.offline_events, self._offline_changes
 
     def is_offline(self, tp: TopicPartition) -> bool:
         partition = self.partitions.get(tp)
@@ -154,6 +162,7 @@ class ReplicaManager:
         except (LogError, OSError) as e:
             log.error("%s-%d is offline: its log cannot be opened: %s", *tp, e)
             self.offline.add(tp)
+            self._offline_changes += 1
             return None
         partition = Partition(
             tp,
@@ -168,7 +177,9 @@ class ReplicaManager:
 
     async def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         """Stop hosting `tp`; delete its log when the topic or replica is gone."""
-        self.offline.discard(tp)
+        if tp in self.offline:
+            self.offline.discard(tp)
+            self._offline_changes += 1
         if self.fetchers is not None:
             self.fetchers.stop_following(tp)
         partition = self.partitions.pop(tp, None)

@@ -114,7 +114,16 @@ class LocalLog:
     def mark_offline(self, cause: BaseException) -> None:
         """A failure that could not be undone: refuse every later call."""
         with self.lock:
-            self._offline = cause
+            self._went_offline(cause)
+
+    # How many logs of this process went offline: what describes the logs
+    # (Metadata's offline replicas) and caches it is stale once it changes.
+    offline_events = 0
+
+    def _went_offline(self, cause: BaseException) -> None:
+        if self._offline is None:
+            LocalLog.offline_events += 1
+        self._offline = cause
 
     def check_usable(self) -> None:
         if self._closed:
@@ -193,7 +202,7 @@ class LocalLog:
             try:
                 return self._segments[-1].append(data, batches)
             except LogOfflineError as e:
-                self._offline = e
+                self._went_offline(e)
                 raise
 
     def segment_runs(self, batches: list[tuple[int, BatchHeader]]):
@@ -318,7 +327,7 @@ class LocalLog:
                 self.delete_segments([s for s in self._segments if s.base_offset > offset])
                 self._segments[-1].truncate_to(offset, self._clock())
             except LogStorageError as e:
-                self._offline = e
+                self._went_offline(e)
                 raise
             self._extra_flush_paths.update(self._segments[-1].paths)
             self._after_truncation(self.log_end_offset)
@@ -336,7 +345,7 @@ class LocalLog:
                     s.delete()
                 segment = LogSegment.create(self.dir, offset, self.config, self._clock())
             except LogStorageError as e:
-                self._offline = e
+                self._went_offline(e)
                 raise
             self._segments, self._bases = [segment], [offset]
             self._dir_dirty = True
@@ -394,7 +403,7 @@ class LocalLog:
                 fsync_dir(self.dir)
             except (LogStorageError, OSError) as e:
                 # The files are half swapped: a reopen finishes the swap.
-                self._offline = e
+                self._went_offline(e)
                 raise LogOfflineError(self.dir, e) from e
             cleaned.config = self.config
             self._segments[first : first + len(old)] = [cleaned]

@@ -74,13 +74,39 @@ def partition_entries(
     return entries
 
 
-def topic_entry(image, replicas, topic, include_operations: bool) -> dict:
+class PartitionEntriesCache:
+    """Each topic's partition entries as Metadata answers them, kept while
+    nothing they say can have changed: the same metadata image (a change makes
+    a new one) and no replica of this broker gone offline or back since.
+    Clients of topics with many partitions ask for metadata often: building a
+    thousand entries for each answer was a fifth of the event loop's time in
+    the 1,000-partition benchmark. The entries are shared between responses
+    and never changed."""
+
+    def __init__(self, replicas: ReplicaManager):
+        self.replicas = replicas
+        self._image: MetadataImage | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._entries: dict[str, list[dict]] = {}
+
+    def get(self, image: MetadataImage, topic: TopicImage) -> list[dict]:
+        stamp = self.replicas.offline_stamp()
+        if image is not self._image or stamp != self._stamp:
+            self._image, self._stamp, self._entries = image, stamp, {}
+        entries = self._entries.get(topic.name)
+        if entries is None:
+            entries = partition_entries(image, self.replicas, topic, sorted(topic.partitions))
+            self._entries[topic.name] = entries
+        return entries
+
+
+def topic_entry(partitions: list[dict], topic, include_operations: bool) -> dict:
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": partition_entries(image, replicas, topic, sorted(topic.partitions)),
+        "partitions": partitions,
         "topic_authorized_operations": TOPIC_OPERATIONS if include_operations else NOT_REQUESTED,
     }
 
@@ -101,6 +127,7 @@ class MetadataHandler:
         self.replicas = replicas
         self.topics = topics
         self.config = config
+        self.partition_entries = PartitionEntriesCache(replicas)
 
     @handles(ApiKey.METADATA, "0-12")
     async def metadata(self, ctx: RequestContext, request):
@@ -114,7 +141,7 @@ class MetadataHandler:
         topics = []
         if all_topics:
             for name in sorted(image.topics):
-                topics.append(topic_entry(image, self.replicas, image.topics[name], include_ops))
+                topics.append(self._entry(image, image.topics[name], include_ops))
         else:
             for wanted in request.topics:
                 topics.append(await self._topic(image, wanted, allow_create, include_ops))
@@ -131,16 +158,19 @@ class MetadataHandler:
             ),
         }
 
+    def _entry(self, image, topic, include_ops: bool) -> dict:
+        return topic_entry(self.partition_entries.get(image, topic), topic, include_ops)
+
     async def _topic(self, image, wanted, allow_create: bool, include_ops: bool) -> dict:
         name = wanted.name
         if name is None:
             topic = image.topic_by_id(wanted.topic_id)
             if topic is None:
                 return _error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id)
-            return topic_entry(image, self.replicas, topic, include_ops)
+            return self._entry(image, topic, include_ops)
         topic = image.topic(name)
         if topic is not None:
-            return topic_entry(image, self.replicas, topic, include_ops)
+            return self._entry(image, topic, include_ops)
         try:
             validate_topic_name(name)
         except TopicError:

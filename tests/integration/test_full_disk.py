@@ -332,6 +332,8 @@ def _offline_scenario(broker, port, failing_dirs):
         for topic in ("doomed", "healthy"):
             assert produce(client, topic, batch([b"flushed"])).error_code == 0
         assert _wait(lambda: doomed.log.recovery_point == 1 and healthy.log.recovery_point == 1)
+        # Asked before the failure too: Metadata's kept answer must not outlive it.
+        seen["doomed metadata before"] = _metadata_partition_error(client, "doomed")
 
         failing_dirs.add(doomed.log.dir)
         # Acknowledged on append (acks=1 does not wait for the fsync, as in Kafka).
@@ -491,6 +493,7 @@ def test_failed_fsync_does_not_stop_flushing_the_other_logs(tmp_path, monkeypatc
 def test_offline_log_is_reported_by_metadata_and_list_offsets(tmp_path, monkeypatch):
     seen, _ = _run_in_process_broker(tmp_path, monkeypatch, _offline_scenario)
     assert seen["doomed list offsets"] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert seen["doomed metadata before"] == ErrorCode.NONE
     assert seen["doomed metadata"] == ErrorCode.KAFKA_STORAGE_ERROR
 
 
