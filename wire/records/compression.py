@@ -162,9 +162,10 @@ def decompress(codec: int, data, max_size: int) -> bytes:
     return out if type(out) is bytes else bytes(out)
 
 
-def decompress_buffer(codec: int, data, max_size: int):
+def decompress_buffer(codec: int, data, max_size: int, *, reuse_buffer: bool = False):
     """As `decompress`, but returns whatever buffer the decoder filled (bytes,
-    or a memoryview of a bytearray) to save a copy; for parsing in place."""
+    or a memoryview of a bytearray) to save a copy; for parsing in place.
+    `reuse_buffer`: see `decompress_scratch`."""
     _check_codec(codec, DecodeError)
     if max_size < 0:
         raise ValueError("max_size must not be negative")
@@ -181,10 +182,11 @@ def decompress_buffer(codec: int, data, max_size: int):
     if codec == SNAPPY:
         return _snappy_decompress(view, max_size)
     if codec == LZ4:
-        bound = _lz4_bound(view)
-        return _decompress_into(LZ4, cramjam.lz4.decompress_into, view, bound, max_size)
-    bound = _zstd_bound(view)
-    return _decompress_into(ZSTD, cramjam.zstd.decompress_into, view, bound, max_size)
+        bound, fn = _lz4_bound(view), cramjam.lz4.decompress_into
+    else:
+        bound, fn = _zstd_bound(view), cramjam.zstd.decompress_into
+    out = _scratch_buffer(min(bound, max_size + 1)) if reuse_buffer else None
+    return _decompress_into(codec, fn, view, bound, max_size, out)
 
 
 # Per thread: the buffer `decompress_scratch` decompresses into, kept between calls.
@@ -200,24 +202,14 @@ def decompress_scratch(codec: int, data, max_size: int):
     block may be, and producers (franz-go, Go's lz4) write 4 MiB blocks; a
     fresh zeroed buffer of that bound for every 64 KiB batch cost six times
     the decompression itself."""
-    if codec not in (LZ4, ZSTD):
-        return decompress_buffer(codec, data, max_size)
-    _check_codec(codec, DecodeError)
-    if max_size < 0:
-        raise ValueError("max_size must not be negative")
-    try:
-        view = memoryview(data).cast("B")
-    except TypeError as e:
-        raise DecodeError(f"cannot read compressed data from {type(data).__name__}") from e
-    if codec == LZ4:
-        bound, fn = _lz4_bound(view), cramjam.lz4.decompress_into
-    else:
-        bound, fn = _zstd_bound(view), cramjam.zstd.decompress_into
-    size = min(bound, max_size + 1)
+    return decompress_buffer(codec, data, max_size, reuse_buffer=True)
+
+
+def _scratch_buffer(size: int) -> memoryview:
     buffer = getattr(_scratch, "buffer", None)
     if buffer is None or len(buffer) < size:
         buffer = _scratch.buffer = bytearray(size)
-    return _decompress_into(codec, fn, view, bound, max_size, memoryview(buffer)[:size])
+    return memoryview(buffer)[:size]
 
 
 def _too_big(codec: int, max_size: int) -> DecodeError:
