@@ -17,8 +17,10 @@ from compatlib.transactions import (
     check_exactly_once,
     committed_offsets,
     copy_exactly_once,
+    java_transactions,
     leave_transaction_open,
     read_isolated,
+    transactions_table,
     txn_producer,
     values,
 )
@@ -286,9 +288,7 @@ def test_kafka_transactions_tool(bootstrap, topic):
     p.commit_transaction(TIMEOUT)
 
     def table(*args) -> list[dict[str, str]]:
-        out = java.run("kafka-transactions", "--bootstrap-server", bootstrap, *args)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return java.table(out.stdout)
+        return transactions_table(bootstrap, *args)
 
     listed = wait_until(
         lambda: [r for r in table("list") if r["TransactionalId"] == txn_id],
@@ -320,30 +320,10 @@ def test_java_producer_runs_transactions_v2(bootstrap, topic):
     t = topic(partitions=1)
     txn_id = unique("perf-txn")
     records = 400
-    proc = java.run(
-        "kafka-producer-perf-test",
-        "--topic",
-        t,
-        "--num-records",
-        records,
-        "--record-size",
-        100,
-        "--throughput",
-        1000,
-        "--transactional-id",
-        txn_id,
-        "--transaction-duration-ms",
-        100,
-        "--producer-props",
-        f"bootstrap.servers={bootstrap}",
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    java_transactions(bootstrap, t, txn_id, records, rate=1000)
 
     def table(*args) -> list[dict[str, str]]:
-        out = java.run("kafka-transactions", "--bootstrap-server", bootstrap, *args)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return java.table(out.stdout)
+        return transactions_table(bootstrap, *args)
 
     [described] = table("describe", "--transactional-id", txn_id)
     assert described["TransactionState"] == "CompleteCommit"

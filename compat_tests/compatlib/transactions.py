@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from compatlib import java
 from compatlib.common import unique
 
 TIMEOUT = 30.0
@@ -210,3 +211,25 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
         return {tp.partition: tp.offset for tp in c.committed(tps, TIMEOUT)}
     finally:
         c.close()
+
+
+def java_transactions(bootstrap: str, topic: str, txn_id: str, records: int, rate: int) -> None:
+    """Kafka's perf tool as a transactional Java producer: `records` 100-byte
+    records at `rate` a second, a transaction committed every 100 ms (the
+    Java client runs transactions v2 where the broker finalizes it)."""
+    proc = java.run(
+        "kafka-producer-perf-test",
+        "--topic", topic, "--num-records", records, "--record-size", 100,
+        "--throughput", rate, "--transactional-id", txn_id,
+        "--transaction-duration-ms", 100,
+        "--producer-props", f"bootstrap.servers={bootstrap}",
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def transactions_table(bootstrap: str, *args) -> list[dict[str, str]]:
+    """The rows `kafka-transactions.sh <args>` prints."""
+    out = java.run("kafka-transactions", "--bootstrap-server", bootstrap, *args)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return java.table(out.stdout)

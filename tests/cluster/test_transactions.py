@@ -11,8 +11,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from compatlib import java as compat_java
-from compatlib.transactions import read_isolated, values
+from compatlib.transactions import (
+    java_transactions,
+    read_isolated,
+    transactions_table,
+    values,
+)
 from confluent_kafka import KafkaException, Producer
 
 from tests.cluster.test_failover import TIMEOUT, create, partitions_of, wait_until
@@ -102,31 +106,8 @@ def test_java_transactions_v2_add_partitions_through_their_leaders(cluster):
     assert leaders == [1, 2, 3]
     txn_id = "txn2-" + topic
     records = 600
-    proc = compat_java.run(
-        "kafka-producer-perf-test",
-        "--topic",
-        topic,
-        "--num-records",
-        records,
-        "--record-size",
-        100,
-        "--throughput",
-        2000,
-        "--transactional-id",
-        txn_id,
-        "--transaction-duration-ms",
-        100,
-        "--producer-props",
-        f"bootstrap.servers={cluster.bootstrap}",
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    java_transactions(cluster.bootstrap, topic, txn_id, records, rate=2000)
     assert len(read_committed(cluster.bootstrap, topic, 3, records)) == records
-    described = compat_java.run(
-        "kafka-transactions", "--bootstrap-server", cluster.bootstrap, "describe",
-        "--transactional-id", txn_id,
-    )  # fmt: skip
-    assert described.returncode == 0, described.stderr[-2000:]
-    [state] = compat_java.table(described.stdout)
+    [state] = transactions_table(cluster.bootstrap, "describe", "--transactional-id", txn_id)
     assert state["TransactionState"] == "CompleteCommit"
     assert int(state["ProducerEpoch"]) >= 2  # bumped by every EndTxn v5

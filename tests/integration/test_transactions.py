@@ -189,21 +189,7 @@ def test_a_transactional_batch_needs_its_partition_in_the_transaction(gregor):
         def call(api_key, version, **body):
             return client.call(api_key, version, body)
 
-        while True:  # the coordinator's partition loads after the first FindCoordinator
-            call(ApiKey.FIND_COORDINATOR, 1, key=txn_id, key_type=1)
-            init = call(
-                ApiKey.INIT_PRODUCER_ID,
-                3,
-                transactional_id=txn_id,
-                transaction_timeout_ms=60000,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
-            if init.error_code == 0:
-                break
-            assert init.error_code in (14, 15), init  # loading, not available yet
-            time.sleep(0.1)
-        pid, epoch = init.producer_id, init.producer_epoch
+        pid, epoch = raw.init_transactional_producer(client, txn_id)
 
         def produce(seq: int) -> int:
             body = raw.produce_body(topic, txn_batch(pid, epoch, seq))

@@ -41,23 +41,7 @@ class V2Producer:
     def __init__(self, client: raw.RawClient, txn_id: str):
         self.client = client
         self.txn_id = txn_id
-        deadline = time.monotonic() + DEADLINE_S
-        while True:  # the coordinator's partition loads after the first FindCoordinator
-            self.call(ApiKey.FIND_COORDINATOR, 1, key=txn_id, key_type=1)
-            init = self.call(
-                ApiKey.INIT_PRODUCER_ID,
-                5,
-                transactional_id=txn_id,
-                transaction_timeout_ms=60000,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
-            if init.error_code == 0:
-                break
-            assert init.error_code in (14, 15), init  # loading, not available yet
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        self.pid, self.epoch = init.producer_id, init.producer_epoch
+        self.pid, self.epoch = raw.init_transactional_producer(client, txn_id, version=5)
 
     def call(self, api_key, version, **body):
         return self.client.call(api_key, version, body)

@@ -211,6 +211,35 @@ def init_producer_id(client: RawClient, producer_id: int = -1, epoch: int = -1) 
     return response.producer_id, response.producer_epoch
 
 
+def init_transactional_producer(
+    client: RawClient, txn_id: str, version: int = 3, timeout: float = 30.0
+) -> tuple[int, int]:
+    """(producer id, epoch) for `txn_id` from its transaction coordinator, this
+    broker's own: asked again while the coordinator's partition loads, which
+    starts at the first FindCoordinator."""
+    deadline = time.monotonic() + timeout
+    while True:
+        client.call(ApiKey.FIND_COORDINATOR, 1, {"key": txn_id, "key_type": 1})
+        init = client.call(
+            ApiKey.INIT_PRODUCER_ID,
+            version,
+            {
+                "transactional_id": txn_id,
+                "transaction_timeout_ms": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        )
+        if init.error_code == ErrorCode.NONE:
+            return init.producer_id, init.producer_epoch
+        assert init.error_code in (
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ), init
+        assert time.monotonic() < deadline, "the transaction coordinator never loaded"
+        time.sleep(0.1)
+
+
 def latest_offset(client: RawClient, topic: str, partition: int = 0) -> int:
     response = client.call(
         ApiKey.LIST_OFFSETS,
