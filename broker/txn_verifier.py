@@ -69,7 +69,7 @@ class TxnVerifier:
         self.image = image
         self.connections = connections
 
-    async def verify(
+    async def add_or_verify(
         self,
         txn_id: str,
         producer_id: int,

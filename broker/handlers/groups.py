@@ -138,7 +138,7 @@ class GroupsHandler:
         known, unknown = _split_unknown_partitions(self.metadata.image, request)
         if known.topics:
             offsets = (OFFSETS_TOPIC, self.groups.coordinator.partition_for(request.group_id))
-            verified = await self.verifier.verify(
+            verified = await self.verifier.add_or_verify(
                 request.transactional_id,
                 request.producer_id,
                 request.producer_epoch,

@@ -164,7 +164,9 @@ class ProduceHandler:
                 asked[(name, p.index)] = (partition, entry)
         if not asked or producer is None:
             return {}
-        outcome = await self.verifier.verify(transactional_id, *producer, list(asked), operation)
+        outcome = await self.verifier.add_or_verify(
+            transactional_id, *producer, list(asked), operation
+        )
         return {
             tp: _Guard(
                 producer[0],
