@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support.gregor import GregorNode, assert_no_traceback
 from tests.support.raw import (
+    PRODUCE_VERSION,
     RawClient,
     assert_serves_requests,
     batch,
@@ -418,6 +419,42 @@ def test_crc_mismatch_is_corrupt_message_and_nothing_is_appended(broker, corrupt
         r = produce(client, topic, batch([b"after"]))
         assert (r.error_code, r.base_offset) == (ErrorCode.NONE, 1)
         assert fetch_values(client, topic) == [b"good", b"after"]
+
+
+def test_a_corrupt_batch_fails_its_own_partition_only(broker):
+    value_size = 100
+    with RawClient(broker.port) as client:
+        topic = create_topic(client, unique_name("one-bad"), partitions=3)
+        values = {p: [bytes([65 + p]) * value_size, bytes([97 + p]) * value_size] for p in range(3)}
+        batches = {p: batch(values[p]) for p in range(3)}
+        batches[1] = _flip(-20)(batches[1])
+        response = client.call(
+            ApiKey.PRODUCE,
+            PRODUCE_VERSION,
+            {
+                "acks": 1,
+                "timeout_ms": 5000,
+                "topic_data": [
+                    {
+                        "name": topic,
+                        "partition_data": [{"index": p, "records": batches[p]} for p in (2, 1, 0)],
+                    }
+                ],
+            },
+        )
+        (topic_response,) = response.responses
+        answers = [
+            (r.index, r.error_code, r.base_offset) for r in topic_response.partition_responses
+        ]
+        assert answers == [
+            (2, ErrorCode.NONE, 0),
+            (1, ErrorCode.CORRUPT_MESSAGE, -1),
+            (0, ErrorCode.NONE, 0),
+        ]
+        # The others are written and readable at once.
+        assert fetch_values(client, topic, 0) == values[0]
+        assert fetch_values(client, topic, 2) == values[2]
+        assert latest_offset(client, topic, 1) == 0
 
 
 def _with_base_offset(buf: bytearray) -> bytearray:
