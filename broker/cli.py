@@ -55,6 +55,9 @@ def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO
     except OSError as e:
         print(f"gregor: cannot read {path}: {e}", file=sys.stderr)
         return 2
+    from broker.allocator import tune_allocator
+
+    tune_allocator()
     failure: list[BaseException] = []
     interrupted = []
     stopped: list[bool] = []
