@@ -41,12 +41,14 @@ the next batch's); Gregor refuses it with INVALID_RECORD.
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import dataclass
 
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.records import (
+    ATTRIBUTES_POS,
     BATCH_HEADER_SIZE,
     DEFAULT_MAX_UNCOMPRESSED,
     LOG_OVERHEAD,
@@ -157,7 +159,11 @@ def first_batch_is_transactional(records) -> bool:
     size = _whole_batch_size(records, 0)
     if size is None or _magic_at(records, 0) != MAGIC_V2 or size < BATCH_HEADER_SIZE:
         return False
-    return bool(read_batch_header(records, 0).attributes & TRANSACTIONAL_MASK)
+    # The attributes alone (every Produce asks this of every partition).
+    return bool(_ATTRIBUTES.unpack_from(records, ATTRIBUTES_POS)[0] & TRANSACTIONAL_MASK)
+
+
+_ATTRIBUTES = struct.Struct(">h")
 
 
 def check_single_batch(records, api_version: int) -> int:

@@ -376,7 +376,7 @@ class LogSegment:
             raise ValueError(f"offset {last.last_offset} does not fit segment {self.base_offset}")
         oi, ti = self.offset_index, self.time_index
         saved = (oi.entries, ti.entries, self._max_timestamp, self.bytes_since_last_index_entry)
-        failing = self.log_path
+        failing = None  # which file failed, when not the log (its path costs a join)
         try:
             _pwrite_all(self.file.fd, data, position)
             max_ts = self.max_timestamp_and_offset
@@ -395,7 +395,7 @@ class LogSegment:
                 since += h.size
         except OSError as e:
             self._undo_append(position, saved)
-            raise LogStorageError("append", failing, e) from e
+            raise LogStorageError("append", failing or self.log_path, e) from e
         if position == 0:
             self._rolling_timestamp = batches[0][1].max_timestamp
         self._max_timestamp = max_ts
