@@ -43,7 +43,7 @@ from wire.primitives import (
     write_uvarint,
 )
 from wire.schema import Field, Message
-from wire.values import UNKNOWN_TAGGED, Struct
+from wire.values import UNKNOWN_TAGGED, EncodeOnce, Struct
 
 CODEC_IMPORT = (
     "from wire.codec import read_tagged_fields, write_tagged_fields\n"
@@ -117,6 +117,23 @@ def write_tagged_fields(w: Writer, obj, tagged: tuple) -> None:
 # --- constructs --------------------------------------------------------------
 
 
+def write_once(codec, value: EncodeOnce, w: Writer, write_fresh) -> None:
+    """Write `value` as `codec` encodes it, encoding it only the first time
+    (`write_fresh(writer, value)` encodes); see `EncodeOnce`."""
+    done = value.encoded.get(codec)
+    if done is None:
+        fresh = Writer()
+        write_fresh(fresh, value)
+        parts = fresh.parts()
+        if len(parts) != 1 or not isinstance(parts[0], bytes):
+            # Payloads kept apart (records, file ranges) are not copied to be kept.
+            for part in parts:
+                w.add_payload(part)
+            return
+        done = value.encoded[codec] = parts[0]
+    w.write(done)
+
+
 class ArrayCodec(construct.Construct):
     """A classic (int32 count) or compact (uvarint count + 1) array."""
 
@@ -147,6 +164,12 @@ class ArrayCodec(construct.Construct):
         return [read(r) for _ in range(n)]
 
     def write(self, w: Writer, value) -> None:
+        if type(value) is EncodeOnce:
+            write_once(self, value, w, self._write_fresh)
+            return
+        self._write_fresh(w, value)
+
+    def _write_fresh(self, w: Writer, value) -> None:
         if value is None and not self.nullable:
             raise EncodeError("non-nullable array is None")
         self._write_length(w, value)
@@ -199,14 +222,20 @@ class ArrayCodec(construct.Construct):
             else "    if obj is None:\n        raise EncodeError('non-nullable array is None')\n"
         )
         code.append("from wire.errors import EncodeError")
+        code.append("from wire.codec import EncodeOnce, write_once")
         code.append(
-            f"def {fname}(obj, io):\n"
+            f"def {fname}_fresh(io, obj):\n"
             f"{null_check}"
             f"    {self._write_length.__name__}(io, obj)\n"
             f"    if obj:\n"
             f"        items = obj\n"
             f"        for obj in items:\n"
             f"            {element}\n"
+            f"def {fname}(obj, io):\n"
+            f"    if type(obj) is EncodeOnce:\n"
+            f"        write_once({_link(code, self)}, obj, io, {fname}_fresh)\n"
+            f"    else:\n"
+            f"        {fname}_fresh(io, obj)\n"
         )
         return f"{fname}(obj, io)"
 

@@ -34,3 +34,20 @@ class Struct(dict):
 
 
 UNKNOWN_TAGGED = "unknown_tagged_fields"
+
+
+class EncodeOnce(list):
+    """A list the codecs may encode once and then reuse the bytes of.
+
+    For an array a response repeats unchanged, such as a topic's partitions in
+    Metadata answers: each array codec that encodes it keeps its bytes here
+    (one entry per codec: per message version and form), and writes them again
+    next time instead of encoding every element anew. The list and its
+    elements must not change once it has been encoded; a plain list is
+    encoded every time."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, items=()):
+        super().__init__(items)
+        self.encoded: dict = {}

@@ -9,7 +9,7 @@ import pytest
 from wire.apis import ALL_APIS, APIS_BY_KEY
 from wire.codec import message_codec
 from wire.errors import DecodeError, EncodeError
-from wire.values import Struct
+from wire.values import EncodeOnce, Struct
 
 from .samples import sample
 
@@ -218,3 +218,49 @@ def test_every_api_the_issue_requires_is_declared_with_its_versions():
     for name, (lo, hi) in required.items():
         assert name in declared, name
         assert lo in declared[name] and hi in declared[name], name
+
+
+def _encode_once_arrays(value):
+    """`value` with every array made an EncodeOnce (the same elements, converted too)."""
+    if isinstance(value, dict):
+        return Struct({k: _encode_once_arrays(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return EncodeOnce(_encode_once_arrays(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("api,direction,version", CASES)
+def test_encode_once_arrays_encode_as_plain_lists_in_both_forms(api, direction, version):
+    message = getattr(api, direction)
+    forms = [message_codec(message, version, compiled=c) for c in (True, False)]
+    value = sample(forms[0].root, random.Random(f"once/{api.key}/{direction}/{version}"))
+    data = forms[0].encode(value)
+    once = _encode_once_arrays(value)
+    for form in forms:
+        assert form.encode(once) == data
+        assert form.encode(once) == data  # the second time from the kept bytes
+
+
+def test_an_encode_once_array_is_encoded_once_per_version():
+    """Metadata answers reuse each topic's partition entries: each version's
+    codec encodes them once and writes the same bytes afterwards."""
+    metadata = APIS_BY_KEY[3].response
+    partitions = EncodeOnce(
+        [{"partition_index": 0, "leader_id": 1, "replica_nodes": [1], "isr_nodes": [1]}]
+    )
+    body = {"topics": [{"name": "t", "partitions": partitions}]}
+
+    def leaders(version: int, compiled: bool) -> list[int]:
+        codec = message_codec(metadata, version, compiled=compiled)
+        decoded = codec.decode(codec.encode(body))
+        return [p.leader_id for p in decoded.topics[0].partitions]
+
+    assert leaders(12, True) == [1]
+    # Changing a kept array breaks its contract: the old bytes are written.
+    partitions[0]["leader_id"] = 2
+    assert leaders(12, True) == [1]
+    # Each codec keeps its own: another version, or the interpreted form.
+    assert leaders(9, True) == [2]
+    assert leaders(12, False) == [2]
+    body["topics"][0]["partitions"] = list(partitions)
+    assert leaders(12, True) == [2]  # a plain list is encoded every time
