@@ -47,6 +47,7 @@ sys.path.insert(0, str(REPO))
 from bench import clients  # noqa: E402
 from bench.brokers import launcher, run_kafka  # noqa: E402
 from bench.clients import ProduceSpec  # noqa: E402
+from bench.report import spread  # noqa: E402
 from tools.run_gregor import GregorCluster  # noqa: E402
 
 SESSION_MS = 6000
@@ -200,14 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     names = sorted({name for per in results.values() for name in per})
     print(f"\nreplication, three brokers each, {args.records:,} records, medians of {args.rounds}:")
     for name in names:
-        cells = []
-        for kind in args.brokers:
-            values = results[kind].get(name, [])
-            cells.append(
-                f"{kind} {statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
-                if values
-                else f"{kind} {'-':>8}"
-            )
+        cells = [f"{kind} {spread(results[kind].get(name, [])):>20}" for kind in args.brokers]
         ratio = ""
         if (
             all(results[k].get(name) for k in ("gregor", "kafka") if k in results)

@@ -23,7 +23,6 @@ asserted (--smoke only checks that each figure was produced).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from bench import clients  # noqa: E402
 from bench.clients import ConsumeSpec, ProduceSpec  # noqa: E402
 from bench.procstat import cpu_seconds  # noqa: E402
+from bench.report import spread  # noqa: E402
 from tools.run_gregor import GregorCluster  # noqa: E402
 
 PARTITIONS = 6
@@ -125,14 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nGregor as N processes of one cluster, {records} x 1 KiB, medians of {rounds}:")
     names = list(results[args.processes[0]])
     for name in names:
-        cells = []
-        for n in args.processes:
-            values = results[n].get(name, [])
-            cells.append(
-                f"N={n} {statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
-                if values
-                else f"N={n} -"
-            )
+        cells = [f"N={n} {spread(results[n].get(name, [])):>20}" for n in args.processes]
         print(f"  {name:<36} " + "   ".join(cells))
     if args.smoke:
         missing = [n for n in args.processes for name in names if not results[n].get(name)]

@@ -84,13 +84,18 @@ def num(value: float | None) -> str:
     return f"{value:.3f}"
 
 
-def cell(row: Row, broker: str) -> str:
-    m, s = row.median(broker), row.span(broker)
-    if m is None:
+def spread(values: list[float]) -> str:
+    """The median of a figure's rounds with their min–max ("-" for none)."""
+    if not values:
         return "-"
-    if s is None or s[0] == s[1]:
+    m, lo, hi = statistics.median(values), min(values), max(values)
+    if lo == hi:
         return num(m)
-    return f"{num(m)} ({num(s[0])}–{num(s[1])})"
+    return f"{num(m)} ({num(lo)}–{num(hi)})"
+
+
+def cell(row: Row, broker: str) -> str:
+    return spread(row.values.get(broker, []))
 
 
 def ratio_text(row: Row) -> str:
