@@ -41,14 +41,12 @@ the next batch's); Gregor refuses it with INVALID_RECORD.
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass
 
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.records import (
-    ATTRIBUTES_POS,
     BATCH_HEADER_SIZE,
     DEFAULT_MAX_UNCOMPRESSED,
     LOG_OVERHEAD,
@@ -59,6 +57,7 @@ from wire.records import (
     TRANSACTIONAL_MASK,
     ZSTD,
     BatchHeader,
+    batch_attributes,
     batch_payload,
     batch_size_at,
     check_records,
@@ -160,10 +159,7 @@ def first_batch_is_transactional(records) -> bool:
     if size is None or _magic_at(records, 0) != MAGIC_V2 or size < BATCH_HEADER_SIZE:
         return False
     # The attributes alone (every Produce asks this of every partition).
-    return bool(_ATTRIBUTES.unpack_from(records, ATTRIBUTES_POS)[0] & TRANSACTIONAL_MASK)
-
-
-_ATTRIBUTES = struct.Struct(">h")
+    return bool(batch_attributes(records) & TRANSACTIONAL_MASK)
 
 
 def check_single_batch(records, api_version: int) -> int:

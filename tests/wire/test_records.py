@@ -37,6 +37,7 @@ from wire.records import (
     BatchHeader,
     Record,
     RecordInput,
+    batch_attributes,
     batch_payload,
     build_batch,
     build_control_batch,
@@ -524,6 +525,18 @@ def test_write_crc_repairs_the_crc_after_patching_a_covered_field():
         validate_batch(buf)
     write_crc(buf)
     assert validate_batch(buf).is_transactional
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=CODEC_IDS)
+def test_batch_attributes_are_the_headers_attributes(codec):
+    buf = bytearray(build_batch(sample_inputs(), compression=codec, producer_id=7))
+    buf[ATTRIBUTES_POS + 1] |= 0x10  # transactional bit
+    header = read_batch_header(buf)
+    assert batch_attributes(buf) == header.attributes
+    assert header.is_transactional and header.compression == codec
+    # At a position: the second of two batches.
+    two = bytes(build_batch(sample_inputs())) + bytes(buf)
+    assert batch_attributes(two, len(two) - len(buf)) == header.attributes
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=CODEC_IDS)

@@ -46,6 +46,7 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == BATCH_HEADER_SIZE
 
 _BASE_OFFSET = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 
@@ -159,6 +160,12 @@ def _declared_batch_size(buf, pos: int) -> int:
     return LOG_OVERHEAD + _INT32.unpack_from(buf, pos + BATCH_LENGTH_POS)[0]
 
 
+def batch_attributes(buf, pos: int = 0) -> int:
+    """The attributes of the batch at `pos` without parsing the rest of its
+    header; the caller knows the header is there (struct.error otherwise)."""
+    return _INT16.unpack_from(buf, pos + ATTRIBUTES_POS)[0]
+
+
 def set_base_offset(buf, base_offset: int, pos: int = 0) -> None:
     """Overwrite base_offset in place (a writable buffer); the CRC stays valid."""
     _BASE_OFFSET.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
@@ -175,7 +182,6 @@ def set_partition_leader_epoch(buf, epoch: int, pos: int = 0) -> None:
 # batch; no record is decoded. The broker's produce path needs nothing more.
 
 _MAX_TIMESTAMP_POS = 35
-_INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 # The header without base_offset..crc, i.e. the CRC-covered part of it.
 _COVERED_HEADER = struct.Struct(">hiqqqhii")
@@ -348,7 +354,6 @@ def set_log_append_time(buf, timestamp: int, pos: int = 0) -> None:
     LogAppendTime. Records keep their deltas; readers take every record's
     timestamp from max_timestamp."""
     _whole_batch_size(buf, pos)
-    attributes = _INT16.unpack_from(buf, pos + ATTRIBUTES_POS)[0]
-    _INT16.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_MASK)
+    _INT16.pack_into(buf, pos + ATTRIBUTES_POS, batch_attributes(buf, pos) | TIMESTAMP_TYPE_MASK)
     _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_POS, timestamp)
     write_crc(buf, pos)
