@@ -7,7 +7,9 @@ glibc's defaults each such buffer comes from the top of the heap and is given
 back to the kernel when freed: a `brk` each way and fresh zeroed pages for
 every batch (20 page faults a batch, none with the settings below;
 tests/broker/test_allocator.py). Measured, LZ4 produce with franz-go went
-from 214 to 259 MB/s (`bench/run.py --workloads produce`, two rounds each).
+from 191 to 254 MB/s and 4.28 to 3.00 CPU s/GiB (`bench/run.py --workloads
+produce --clients franz --scale 0.5 --brokers gregor`, medians of three
+alternating rounds before and after).
 
 Setting the two thresholds by hand turns off glibc's own adjustment of them:
 allocations up to `MMAP_THRESHOLD` come from the heap, and the heap keeps up

@@ -124,13 +124,8 @@ def write_once(codec, value: EncodeOnce, w: Writer, write_fresh) -> None:
     if done is None:
         fresh = Writer()
         write_fresh(fresh, value)
-        parts = fresh.parts()
-        if len(parts) != 1 or not isinstance(parts[0], bytes):
-            # Payloads kept apart (records, file ranges) are not copied to be kept.
-            for part in parts:
-                w.add_payload(part)
-            return
-        done = value.encoded[codec] = parts[0]
+        # EncodeError for a payload that is no bytes (a file range of records).
+        done = value.encoded[codec] = fresh.getvalue()
     w.write(done)
 
 

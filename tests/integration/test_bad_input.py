@@ -422,10 +422,9 @@ def test_crc_mismatch_is_corrupt_message_and_nothing_is_appended(broker, corrupt
 
 
 def test_a_corrupt_batch_fails_its_own_partition_only(broker):
-    value_size = 100
     with RawClient(broker.port) as client:
         topic = create_topic(client, unique_name("one-bad"), partitions=3)
-        values = {p: [bytes([65 + p]) * value_size, bytes([97 + p]) * value_size] for p in range(3)}
+        values = {p: [bytes([65 + p]) * 100, bytes([97 + p]) * 100] for p in range(3)}
         batches = {p: batch(values[p]) for p in range(3)}
         batches[1] = _flip(-20)(batches[1])
         response = client.call(
