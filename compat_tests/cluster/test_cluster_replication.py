@@ -152,11 +152,13 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
                 "bootstrap.servers": cluster.bootstrap,
                 "acks": acks,
                 "retries": 0,
-                "message.timeout.ms": 10_000,
+                # Room for a three-node Kafka on two loaded cores to answer:
+                # with 10 s it once timed out locally before answering.
+                "message.timeout.ms": 30_000,
             }
         )
         p.produce(topic, value=b"x", partition=0, on_delivery=lambda err, _m: errors.append(err))
-        p.flush(30)
+        p.flush(60)
         return errors
 
     (err,) = produce("all")
