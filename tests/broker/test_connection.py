@@ -148,3 +148,47 @@ def test_an_idle_connection_is_closed(tmp_path):
         assert await client.receive_frame() is None  # connections.max.idle.ms passed
 
     run(tmp_path, scenario, **{"connections.max.idle.ms": 300})
+
+
+def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path):
+    """Over a real socket: answers go out at once while the socket takes them,
+    and queue behind each other once it is full (the client reads nothing
+    until it has sent every request)."""
+
+    async def scenario(broker, _):
+        host, port = broker.bound[0][1:]
+        stream = await trio.open_tcp_stream(host, port)
+        client = Client(stream)
+        topic = {
+            "name": "wide",
+            "num_partitions": 200,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
+        create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
+        await stream.send_all(frame(ApiKey.CREATE_TOPICS, 7, 1, create))
+        _, created = decode_response(ApiKey.CREATE_TOPICS, 7, await client.receive_frame())
+        assert created.topics[0].error_code == ErrorCode.NONE
+        metadata = {
+            "topics": [{"name": "wide"}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        count = 300
+        # About 6 KiB an answer: 1.8 MB in all, far more than the socket buffers hold.
+        await stream.send_all(
+            b"".join(frame(ApiKey.METADATA, 12, 100 + i, metadata) for i in range(count))
+        )
+        await stream.send_all(frame(ApiKey.API_VERSIONS, 3, 1000, API_VERSIONS_V3))
+        for i in range(count):
+            correlation_id, response = decode_response(
+                ApiKey.METADATA, 12, await client.receive_frame()
+            )
+            assert correlation_id == 100 + i
+            assert len(response.topics[0].partitions) == 200
+        correlation_id, response = decode_response(18, 3, await client.receive_frame())
+        assert (correlation_id, response.error_code) == (1000, ErrorCode.NONE)
+        await stream.aclose()
+
+    run(tmp_path, scenario)
