@@ -2,11 +2,11 @@
 
 Requests are handled one at a time in arrival order, as Kafka does (it mutes
 a channel until its response is sent), so responses leave in request order
-even when a client pipelines several requests. An answer the socket takes
-at once is written by the reader itself; the rest (a file range to send, a
-full socket, answers already waiting) go to the writer, which runs beside
-the reader so that sending a large Fetch answer overlaps with reading and
-handling the next request.
+even when a client pipelines several requests. What of an answer the
+socket takes at once (writev for buffers, sendfile for log ranges) the
+reader sends itself; the rest, and answers behind one still waiting, go to
+the writer, which runs beside the reader so that sending a large Fetch
+answer overlaps with reading and handling the next request.
 
 What closes a connection (Kafka does the same): a frame larger than
 `socket.request.max.bytes`, a negative size, bytes that do not decode as a
@@ -54,6 +54,22 @@ _MAX_QUEUED_RESPONSES = 8
 _RECEIVE_SIZE = 256 * 1024
 # A response of more parts than this goes through the writer (IOV_MAX is 1024).
 _MAX_PARTS_AT_ONCE = 1024
+
+
+class _FileRangeRest:
+    """The part of a file range (a log read) the socket did not take at once."""
+
+    __slots__ = ("_range", "position", "_size")
+
+    def __init__(self, file_range, position: int, size: int):
+        self._range, self.position, self._size = file_range, position, size
+
+    @property
+    def fd(self) -> int:
+        return self._range.fd
+
+    def __len__(self) -> int:
+        return self._size
 
 
 class CloseConnection(Exception):
@@ -267,20 +283,54 @@ class Connection:
     # --- writing ----------------------------------------------------------
 
     def _send_now(self, parts: list) -> list | None:
-        """Write a response of buffers straight to the (non-blocking) socket:
-        None when all of it went, else what is left for the writer."""
-        if len(parts) > _MAX_PARTS_AT_ONCE or not all(
-            isinstance(part, bytes | bytearray | memoryview) for part in parts
-        ):
+        """Write a response straight to the (non-blocking) socket, buffers
+        with writev and file ranges with sendfile: None when all of it went,
+        else what is left, for the writer."""
+        if len(parts) > _MAX_PARTS_AT_ONCE:
             return parts
-        try:
-            sent = os.writev(self._fd, parts)  # type: ignore[arg-type]
-        except BlockingIOError:
-            return parts
-        total = sum(len(part) for part in parts)
-        if sent == total:
+        fd = self._fd
+        i, n = 0, len(parts)
+        while i < n:
+            j = i
+            while j < n and isinstance(parts[j], bytes | bytearray | memoryview):
+                j += 1
+            if j == i:
+                rest = self._send_file_range_now(parts[i])
+                if rest is not None:
+                    return [rest, *parts[i + 1 :]]
+                i += 1
+                continue
+            run = parts if (i, j) == (0, n) else parts[i:j]
+            try:
+                sent = os.writev(fd, run)  # type: ignore[arg-type]
+            except BlockingIOError:
+                return parts[i:]
+            if sent < sum(len(part) for part in run):
+                return [b"".join(run)[sent:], *parts[j:]]
+            i = j
+        return None
+
+    def _send_file_range_now(self, part) -> _FileRangeRest | None:
+        """sendfile what the socket takes of a file range: None when all of
+        it went, else the rest of it."""
+        position, remaining = part.position, len(part)
+        if remaining == 0:
             return None
-        return [b"".join(parts)[sent:]]
+        try:
+            # Inside the try: a log deleted since the read closes the fd (ValueError).
+            source = part.fd
+            while remaining > 0:
+                try:
+                    sent = os.sendfile(self._fd, source, position, remaining)  # type: ignore[arg-type]
+                except BlockingIOError:
+                    return _FileRangeRest(part, position, remaining)
+                if sent == 0:
+                    raise trio.BrokenResourceError("file range ended early")
+                position += sent
+                remaining -= sent
+        except (ValueError, OSError) as e:
+            raise trio.BrokenResourceError(f"sending a file range failed: {e}") from e
+        return None
 
     async def _write_responses(self, receive) -> None:
         async with receive:

@@ -17,9 +17,11 @@ from broker.config import BrokerConfig
 from broker.connection import Connection
 from broker.registry import BoundHandler
 from broker.server import Broker
+from tests.support.raw import batch, fetch_body, produce_body
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.protocol import decode_response, encode_request
+from wire.records import iter_batches, iter_records
 
 API_VERSIONS_V3 = {"client_software_name": "tests", "client_software_version": "1.0"}
 
@@ -153,12 +155,18 @@ def test_an_idle_connection_is_closed(tmp_path):
 def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path):
     """Over a real socket: answers go out at once while the socket takes them,
     and queue behind each other once it is full (the client reads nothing
-    until it has sent every request)."""
+    until it has sent every request). Metadata answers are buffers; Fetch
+    answers carry the log's bytes as file ranges (sendfile)."""
 
     async def scenario(broker, _):
         host, port = broker.bound[0][1:]
         stream = await trio.open_tcp_stream(host, port)
         client = Client(stream)
+
+        async def call(api_key, version, body):
+            await stream.send_all(frame(api_key, version, 1, body))
+            return decode_response(api_key, version, await client.receive_frame())[1]
+
         topic = {
             "name": "wide",
             "num_partitions": 200,
@@ -167,28 +175,55 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
             "configs": [],
         }
         create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
-        await stream.send_all(frame(ApiKey.CREATE_TOPICS, 7, 1, create))
-        _, created = decode_response(ApiKey.CREATE_TOPICS, 7, await client.receive_frame())
+        created = await call(ApiKey.CREATE_TOPICS, 7, create)
         assert created.topics[0].error_code == ErrorCode.NONE
+        values = [bytes([i]) * 1000 for i in range(200)]
+        for _ in range(5):  # 1 MB in partition 0
+            produced = await call(ApiKey.PRODUCE, 9, produce_body("wide", batch(values)))
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
         metadata = {
             "topics": [{"name": "wide"}],
             "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         }
-        count = 300
-        # About 6 KiB an answer: 1.8 MB in all, far more than the socket buffers hold.
-        await stream.send_all(
-            b"".join(frame(ApiKey.METADATA, 12, 100 + i, metadata) for i in range(count))
-        )
+        # About 6 KiB a Metadata answer and 1 MiB a Fetch answer: far more
+        # than the socket buffers hold, whether the first answer that does
+        # not fit is of buffers (first round) or a file range (second).
+        for fetches in (range(0), range(5, 100, 10)):
+            requests = [
+                frame(ApiKey.FETCH, 12, 100 + i, fetch_body("wide"))
+                if i in fetches
+                else frame(ApiKey.METADATA, 12, 100 + i, metadata)
+                for i in range(100)
+            ]
+            await stream.send_all(b"".join(requests))
+            fetched = []
+            for i in range(100):
+                if i in fetches:
+                    correlation_id, response = decode_response(
+                        ApiKey.FETCH, 12, await client.receive_frame()
+                    )
+                    (partition,) = response.responses[0].partitions
+                    assert partition.error_code == ErrorCode.NONE
+                    fetched.append(bytes(partition.records))
+                else:
+                    correlation_id, response = decode_response(
+                        ApiKey.METADATA, 12, await client.receive_frame()
+                    )
+                    assert len(response.topics[0].partitions) == 200
+                assert correlation_id == 100 + i
+            for records in fetched:
+                assert len(records) > 1_000_000
+                assert [
+                    v for pos, _ in iter_batches(records) for v in batch_values(records, pos)
+                ] == (values * 5)
         await stream.send_all(frame(ApiKey.API_VERSIONS, 3, 1000, API_VERSIONS_V3))
-        for i in range(count):
-            correlation_id, response = decode_response(
-                ApiKey.METADATA, 12, await client.receive_frame()
-            )
-            assert correlation_id == 100 + i
-            assert len(response.topics[0].partitions) == 200
         correlation_id, response = decode_response(18, 3, await client.receive_frame())
         assert (correlation_id, response.error_code) == (1000, ErrorCode.NONE)
         await stream.aclose()
 
     run(tmp_path, scenario)
+
+
+def batch_values(records: bytes, pos: int) -> list[bytes | None]:
+    return [record.value for record in iter_records(records, pos)]
