@@ -6,6 +6,7 @@ Sans-I/O: bytes in, `Struct`s out, and back. The broker reads frames with
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 from wire.apis import APIS_BY_KEY
@@ -18,9 +19,15 @@ from wire.headers import (
     request_header_version,
     response_header_version,
 )
-from wire.primitives import read_int16, read_int32
+from wire.primitives import read_int16, read_int32, read_nullable_string
 from wire.schema import Api
 from wire.values import Struct
+
+_INT32 = struct.Struct(">i")
+# Every request header starts with the api key, its version and the correlation id.
+_HEADER_FIXED = struct.Struct(">hhi")
+# A v1 response header: the correlation id and an empty tagged-field section.
+_RESPONSE_HEADER_V1 = struct.Struct(">iB")
 
 
 class RequestHeader(NamedTuple):
@@ -67,7 +74,11 @@ def decode_request_header(r: Reader) -> RequestHeader:
     does not declare; it carries the correlation id to answer with.
     """
     start = r.pos
-    api_key, api_version, correlation_id = read_int16(r), read_int16(r), read_int32(r)
+    if r.end - start >= 8:
+        api_key, api_version, correlation_id = _HEADER_FIXED.unpack_from(r.buf, start)
+        r.pos = start + 8
+    else:
+        api_key, api_version, correlation_id = read_int16(r), read_int16(r), read_int32(r)
     a = APIS_BY_KEY.get(api_key)
     # Refuse before reading further: the rest of the header's layout depends
     # on the version, and the fixed part is all an error answer needs.
@@ -82,17 +93,25 @@ def decode_request_header(r: Reader) -> RequestHeader:
             f"{a.name} has no version {api_version} (valid {a.valid})",
             correlation_id,
         )
-    r.pos = start
     hv = request_header_version(api_key, api_version, api_version in a.flexible)
+    if hv == 1 or hv == 2:
+        # The usual headers, read here: client_id is a (non-compact) nullable
+        # string in both, and a v2 header almost never carries tagged fields.
+        client_id = read_nullable_string(r)
+        if hv == 1:
+            return RequestHeader(api_key, api_version, correlation_id, client_id, ())
+        if r.pos < r.end and r.buf[r.pos] == 0:
+            r.pos += 1
+            return RequestHeader(api_key, api_version, correlation_id, client_id, ())
+    r.pos = start
     h = message_codec(REQUEST_HEADER, hv).read(r)
-    header = RequestHeader(
+    return RequestHeader(
         api_key,
         api_version,
         correlation_id,
         h.client_id,
         tuple(h.get("unknown_tagged_fields", ())),
     )
-    return header
 
 
 def decode_request(frame, compiled: bool = True) -> tuple[RequestHeader, Struct]:
@@ -133,7 +152,9 @@ def encode_response_into(
     """Encode header and body into `w`; large record payloads stay separate parts."""
     codec = response_codec(api_key, api_version, compiled)
     hv = response_header_version(api_key, codec.flexible)
-    message_codec(RESPONSE_HEADER, hv).write(w, {"correlation_id": correlation_id})
+    # The header by hand: the correlation id, and in v1 an empty tagged-field
+    # section (a response header carries none).
+    w.write(_RESPONSE_HEADER_V1.pack(correlation_id, 0) if hv else _INT32.pack(correlation_id))
     codec.write(w, body)
 
 

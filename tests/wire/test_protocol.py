@@ -1,11 +1,17 @@
 """Whole requests and responses: headers, header versions, golden bytes."""
 
+import struct
+
 import pytest
 
 from wire.api_keys import ApiKey
+from wire.buffers import Reader
+from wire.codec import message_codec
 from wire.errors import DecodeError, UnsupportedVersionError
+from wire.headers import REQUEST_HEADER
 from wire.protocol import (
     decode_request,
+    decode_request_header,
     decode_response,
     encode_request,
     encode_response,
@@ -112,3 +118,45 @@ def test_unknown_keys_names_a_misspelled_key_at_any_depth():
     # A key of another version is not unknown: handlers fill fields for every version.
     body["responses"][0]["partition_responses"][0] = {"index": 0, "log_start_offset": 5}
     assert unknown_keys(produce, body) == []
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "header_version"),
+    [(ApiKey.PRODUCE, 7, 1), (ApiKey.PRODUCE, 9, 2), (ApiKey.CONTROLLED_SHUTDOWN, 0, 0)],
+)
+@pytest.mark.parametrize("client_id", [None, "", "rdkafka", "prodücer"])
+@pytest.mark.parametrize("tagged", [b"\x00", b"\x01\x05\x02xy", b"\x02\x01\x00\x07\x01z"])
+def test_request_headers_decode_as_their_declaration_reads_them(
+    api_key, version, header_version, client_id, tagged
+):
+    """decode_request_header reads the common headers itself; it must agree
+    with the declared RequestHeader, unknown tagged fields included."""
+    fixed = struct.pack(">hhi", api_key, version, 9)
+    if header_version == 0:
+        header = fixed
+    elif client_id is None:
+        header = fixed + struct.pack(">h", -1)
+    else:
+        encoded = client_id.encode()
+        header = fixed + struct.pack(">h", len(encoded)) + encoded
+    if header_version == 2:
+        header += tagged
+    frame = header + b"body"
+    reference = message_codec(REQUEST_HEADER, header_version).read(Reader(frame))
+    r = Reader(frame)
+    decoded = decode_request_header(r)
+    assert decoded == (
+        api_key,
+        version,
+        9,
+        reference.get("client_id"),
+        tuple(reference.get("unknown_tagged_fields", ())),
+    )
+    assert bytes(frame[r.pos :]) == b"body"
+
+
+def test_a_request_header_cut_anywhere_is_a_decode_error():
+    header = struct.pack(">hhih", ApiKey.PRODUCE, 9, 9, 7) + b"rdkafka" + b"\x01\x05\x02xy"
+    for cut in range(len(header)):
+        with pytest.raises(DecodeError):
+            decode_request_header(Reader(header[:cut]))
