@@ -18,7 +18,6 @@ broker or another connection.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import traceback
@@ -325,10 +324,12 @@ class Connection:
                 except BlockingIOError:
                     return _FileRangeRest(part, position, remaining)
                 if sent == 0:
+                    # The file shrank under us: the frame cannot be completed.
                     raise trio.BrokenResourceError("file range ended early")
                 position += sent
                 remaining -= sent
         except (ValueError, OSError) as e:
+            # The segment was closed or removed under us: the frame cannot be completed.
             raise trio.BrokenResourceError(f"sending a file range failed: {e}") from e
         return None
 
@@ -353,31 +354,11 @@ class Connection:
 
     async def _send_file_range(self, part) -> None:
         """Send a file range with os.sendfile: no copy through Python."""
-        if not isinstance(self.stream, trio.SocketStream):
+        if self._fd is None:
             # An in-memory stream (tests) has no file descriptor to send to.
             await self.stream.send_all(part.read_bytes())
             return
-        sock = self.stream.socket
-        offset, remaining = part.position, len(part)
-        try:
-            # Inside the try: a log deleted since the read closes the fd (ValueError).
-            fd = part.fd
-            while remaining > 0:
-                try:
-                    sent = os.sendfile(sock.fileno(), fd, offset, remaining)
-                except BlockingIOError:
-                    await trio.lowlevel.wait_writable(sock)
-                    continue
-                except OSError as e:
-                    if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                        await trio.lowlevel.wait_writable(sock)
-                        continue
-                    raise
-                if sent == 0:
-                    # The file shrank under us: the frame cannot be completed.
-                    raise trio.BrokenResourceError("file range ended early")
-                offset += sent
-                remaining -= sent
-        except (ValueError, OSError) as e:
-            # The segment was closed or removed under us: the frame cannot be completed.
-            raise trio.BrokenResourceError(f"sending a file range failed: {e}") from e
+        rest = self._send_file_range_now(part)
+        while rest is not None:
+            await trio.lowlevel.wait_writable(self.stream.socket)  # type: ignore[attr-defined]
+            rest = self._send_file_range_now(rest)
