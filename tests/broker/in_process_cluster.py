@@ -12,6 +12,7 @@ step by step. Process-level clusters coordinate through ZooKeeper instead.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 
 import trio
@@ -214,9 +215,18 @@ class Cluster:
 
     async def kill(self, node_id: int) -> None:
         """Like kill -9: the broker's tasks end where they are, nothing is flushed
-        or handed over; the controller notices its session end."""
+        or handed over, and nothing more leaves its sockets (a task already
+        woken would otherwise run on to its next checkpoint, and an answer it
+        writes straight to the socket would still go out); the controller
+        notices its session end."""
+        broker = self.brokers.pop(node_id)
+        for conn in list(broker._connections):
+            if isinstance(conn.stream, trio.SocketStream):
+                try:
+                    conn.stream.socket.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already gone
         self._scopes.pop(node_id).cancel()
-        self.brokers.pop(node_id)
         await self.controller.fence(node_id)
 
     async def isolate(self, node_id: int) -> None:
