@@ -19,15 +19,18 @@ from wire.headers import (
     request_header_version,
     response_header_version,
 )
-from wire.primitives import read_int16, read_int32, read_nullable_string
+from wire.primitives import (
+    read_int16,
+    read_int32,
+    read_nullable_string,
+    write_int32,
+    write_uvarint,
+)
 from wire.schema import Api
 from wire.values import Struct
 
-_INT32 = struct.Struct(">i")
 # Every request header starts with the api key, its version and the correlation id.
 _HEADER_FIXED = struct.Struct(">hhi")
-# A v1 response header: the correlation id and an empty tagged-field section.
-_RESPONSE_HEADER_V1 = struct.Struct(">iB")
 
 
 class RequestHeader(NamedTuple):
@@ -154,7 +157,9 @@ def encode_response_into(
     hv = response_header_version(api_key, codec.flexible)
     # The header by hand: the correlation id, and in v1 an empty tagged-field
     # section (a response header carries none).
-    w.write(_RESPONSE_HEADER_V1.pack(correlation_id, 0) if hv else _INT32.pack(correlation_id))
+    write_int32(w, correlation_id)
+    if hv:
+        write_uvarint(w, 0)
     codec.write(w, body)
 
 
