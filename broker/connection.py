@@ -51,7 +51,7 @@ STRICT_RESPONSES = os.environ.get("GREGOR_STRICT_RESPONSES") == "1"
 # Responses waiting for the writer; the reader blocks beyond this.
 _MAX_QUEUED_RESPONSES = 8
 _RECEIVE_SIZE = 256 * 1024
-# A response of more parts than this goes through the writer (IOV_MAX is 1024).
+# The most buffers one writev takes (Linux's IOV_MAX).
 _MAX_PARTS_AT_ONCE = 1024
 
 
@@ -284,14 +284,12 @@ class Connection:
     def _send_now(self, parts: list) -> list | None:
         """Write a response straight to the (non-blocking) socket, buffers
         with writev and file ranges with sendfile: None when all of it went,
-        else what is left, for the writer."""
-        if len(parts) > _MAX_PARTS_AT_ONCE:
-            return parts
+        else what is left (then wait until the socket is writable)."""
         fd = self._fd
         i, n = 0, len(parts)
         while i < n:
-            j = i
-            while j < n and isinstance(parts[j], bytes | bytearray | memoryview):
+            j, limit = i, min(n, i + _MAX_PARTS_AT_ONCE)
+            while j < limit and isinstance(parts[j], bytes | bytearray | memoryview):
                 j += 1
             if j == i:
                 rest = self._send_file_range_now(parts[i])
@@ -340,25 +338,16 @@ class Connection:
                 self._queued -= 1
 
     async def _write_response(self, parts: list) -> None:
-        pending = bytearray()
-        for part in parts:
-            if isinstance(part, bytes | bytearray | memoryview):
-                pending += part
-                continue
-            if pending:
-                await self.stream.send_all(pending)
-                pending = bytearray()
-            await self._send_file_range(part)
-        if pending:
-            await self.stream.send_all(pending)
-
-    async def _send_file_range(self, part) -> None:
-        """Send a file range with os.sendfile: no copy through Python."""
         if self._fd is None:
-            # An in-memory stream (tests) has no file descriptor to send to.
-            await self.stream.send_all(part.read_bytes())
+            # An in-memory stream (tests): no descriptor to writev or sendfile to.
+            await self.stream.send_all(
+                b"".join(
+                    part if isinstance(part, bytes | bytearray | memoryview) else part.read_bytes()
+                    for part in parts
+                )
+            )
             return
-        rest = self._send_file_range_now(part)
+        rest = self._send_now(parts)
         while rest is not None:
             await trio.lowlevel.wait_writable(self.stream.socket)  # type: ignore[attr-defined]
-            rest = self._send_file_range_now(rest)
+            rest = self._send_now(rest)
