@@ -597,9 +597,16 @@ def test_topic_lifecycle_aiokafka(bootstrap, name):
             assert [x[1] for x in resp.topic_errors] == [0], resp
             resp = await a.create_topics([NewTopic(t, 2, 1)])
             assert resp.topic_errors[0][1] == TopicAlreadyExistsError.errno
-            await a.create_partitions({t: NewPartitions(3)})
-            desc = await a.describe_topics([t])
-            assert len(desc[0]["partitions"]) == 3
+            resp = await a.create_partitions({t: NewPartitions(3)})
+            assert [x[1] for x in resp.topic_errors] == [0], resp
+            # Kafka's brokers apply the controller's new partition to their metadata
+            # after CreatePartitions answers, so a describe right away may still show 2.
+            for _ in range(50):
+                desc = await a.describe_topics([t])
+                if len(desc[0]["partitions"]) == 3:
+                    break
+                await asyncio.sleep(0.2)
+            assert len(desc[0]["partitions"]) == 3, desc
             await a.delete_topics([t])
             for _ in range(50):
                 if t not in await a.list_topics():
