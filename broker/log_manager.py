@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -65,6 +66,8 @@ class LogManager:
         self.duties = duties
         self.logs: dict[TopicPartition, UnifiedLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
+        # How many logs each dir holds (of _dir_of), where a new log goes.
+        self._logs_per_dir: Counter[str] = Counter()
         self._offline_dirs: set[str] = set()
         # What `load` found on disk, used when a log is opened.
         self._found: dict[TopicPartition, str] = {}
@@ -148,21 +151,21 @@ class LogManager:
                 continue
             self.logs[tp] = plog
             self._dir_of[tp] = d
+            self._logs_per_dir[d] += 1
             return plog
         assert error is not None
         raise error
 
     def _dirs_by_load(self) -> list[str]:
-        counts = {d: 0 for d in self.log_dirs if d not in self._offline_dirs}
-        for d in self._dir_of.values():
-            if d in counts:
-                counts[d] += 1
-        return sorted(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        online = [d for d in self.log_dirs if d not in self._offline_dirs]
+        return sorted(online, key=lambda d: (self._logs_per_dir[d], self.log_dirs.index(d)))
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Blocking: close and remove the log of `tp` (files and directory)."""
         plog = self.logs.pop(tp, None)
-        self._dir_of.pop(tp, None)
+        d = self._dir_of.pop(tp, None)
+        if d is not None:
+            self._logs_per_dir[d] -= 1
         if plog is None:
             return
         try:

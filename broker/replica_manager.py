@@ -16,6 +16,7 @@ the ISR changes a leader proposes, sent to the controller (AlterPartition).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from broker.metadata.image import MetadataImage, TopicImage
 from broker.partition import Partition, PartitionError, TopicPartition
 from broker.replica_fetcher import ReplicaFetcherManager
 from broker.topic_configs import EffectiveTopicConfigs
-from logstore import LogError
+from logstore import LogError, LogStorageError, UnifiedLog
 from logstore.local_log import LocalLog
 from wire.error_codes import ErrorCode
 
@@ -127,14 +128,15 @@ class ReplicaManager:
         # must lose its old log before the new one is opened.
         for tp, delete in changes.stopped:
             await self.stop_replica(tp, delete)
+        await self._open_new_replicas(changes.leaders, changes.followers)
         for change in changes.leaders:
-            partition = await self._get_or_open(change)
+            partition = self.partitions.get(change.tp)
             if partition is not None:
                 if self.fetchers is not None:
                     self.fetchers.stop_following(change.tp)
                 partition.make_leader(change.new)
         for change in changes.followers:
-            partition = await self._get_or_open(change)
+            partition = self.partitions.get(change.tp)
             if partition is not None:
                 new_leadership = partition.make_follower(change.new)
                 if self.fetchers is not None and new_leadership:
@@ -147,33 +149,66 @@ class ReplicaManager:
             if topic is not None:
                 self._apply_topic_config(topic)
 
-    async def _get_or_open(self, change: PartitionChange) -> Partition | None:
-        tp = change.tp
-        partition = self.partitions.get(tp)
-        if partition is not None:
-            return partition
-        if tp in self.offline:
-            return None
-        topic = change.topic
-        try:
-            plog = await trio.to_thread.run_sync(
-                self.logs.open_log, tp, topic.topic_id, self.topic_configs.log_config(topic)
+    async def _open_new_replicas(
+        self, leaders: list[PartitionChange], followers: list[PartitionChange]
+    ) -> None:
+        """A Partition for each replica the change gives this broker, its log
+        opened (or created) in one worker-thread call for all of them: a
+        thread round trip per log made a 1,000-partition topic take 0.6 s to
+        create. A replica whose log cannot be opened goes offline."""
+        wanted = {
+            change.tp: (change, lead)
+            for changes, lead in ((leaders, True), (followers, False))
+            for change in changes
+            if change.tp not in self.partitions and change.tp not in self.offline
+        }
+        if not wanted:
+            return
+        requests = [
+            (
+                tp,
+                change.topic.topic_id,
+                self.topic_configs.log_config(change.topic),
+                change.new.leader_epoch if lead else None,
             )
-        except (LogError, OSError) as e:
-            log.error("%s-%d is offline: its log cannot be opened: %s", *tp, e)
-            self.offline.add(tp)
-            self._offline_changes += 1
-            return None
-        partition = Partition(
-            tp,
-            plog,
-            self.node_id,
-            self._clock_ms,
-            min_insync_replicas=self.topic_configs.limits(topic).min_insync_replicas,
-            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
-        )
-        self.partitions[tp] = partition
-        return partition
+            for tp, (change, lead) in wanted.items()
+        ]
+        opened = await trio.to_thread.run_sync(self._open_logs, requests)
+        for tp, (change, _) in wanted.items():
+            plog = opened[tp]
+            if not isinstance(plog, UnifiedLog):
+                log.error("%s-%d is offline: its log cannot be opened: %s", *tp, plog)
+                self.offline.add(tp)
+                self._offline_changes += 1
+                continue
+            self.partitions[tp] = Partition(
+                tp,
+                plog,
+                self.node_id,
+                self._clock_ms,
+                min_insync_replicas=self.topic_configs.limits(change.topic).min_insync_replicas,
+                replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            )
+
+    def _open_logs(self, requests) -> dict[TopicPartition, UnifiedLog | Exception]:
+        """Blocking: each (tp, topic id, config, leader epoch or None) log opened,
+        or the error that kept it closed. A new leader's epoch start is
+        recorded here, while no request can see the log yet, so that its
+        leader-epoch checkpoint is not written on the event loop (make_leader
+        then finds the epoch recorded; on a failing disk it tries again and
+        says so)."""
+        opened: dict[TopicPartition, UnifiedLog | Exception] = {}
+        for tp, topic_id, config, leader_epoch in requests:
+            try:
+                plog = self.logs.open_log(tp, topic_id, config)
+            except (LogError, OSError) as e:
+                opened[tp] = e
+                continue
+            if leader_epoch is not None and plog.latest_epoch != leader_epoch:
+                with contextlib.suppress(LogStorageError):
+                    plog.assign_epoch_start_offset(leader_epoch)
+            opened[tp] = plog
+        return opened
 
     async def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         """Stop hosting `tp`; delete its log when the topic or replica is gone."""
