@@ -325,6 +325,8 @@ class ProducerStateManager:
         self._remove_unreplicated_below(high_watermark)
 
     def _remove_unreplicated_below(self, offset: int) -> None:
+        if not self.unreplicated_txns:
+            return  # every append moves the high watermark: most have none
         done = [
             first
             for first, txn in self.unreplicated_txns.items()

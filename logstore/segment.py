@@ -376,7 +376,9 @@ class LogSegment:
             raise ValueError(f"offset {last.last_offset} does not fit segment {self.base_offset}")
         oi, ti = self.offset_index, self.time_index
         saved = (oi.entries, ti.entries, self._max_timestamp, self.bytes_since_last_index_entry)
-        failing = None  # which file failed, when not the log (its path costs a join)
+        # Which index file failed, when not the log: a path costs two joins,
+        # so it is looked up only on failure.
+        failing = None
         try:
             _pwrite_all(self.file.fd, data, position)
             max_ts = self.max_timestamp_and_offset
@@ -386,16 +388,17 @@ class LogSegment:
                     max_ts = TimestampOffset(h.max_timestamp, h.last_offset)
                 if since > self.config.index_interval_bytes:
                     if not oi.is_full:
-                        failing = self.index_path
+                        failing = "offset"
                         oi.append(h.last_offset, position + rel)
                     if not ti.is_full:
-                        failing = self.time_index_path
+                        failing = "time"
                         ti.maybe_append(max_ts.timestamp, max_ts.offset)
                     since = 0
                 since += h.size
         except OSError as e:
             self._undo_append(position, saved)
-            raise LogStorageError("append", failing or self.log_path, e) from e
+            path = {"offset": self.index_path, "time": self.time_index_path}.get(failing)
+            raise LogStorageError("append", path or self.log_path, e) from e
         if position == 0:
             self._rolling_timestamp = batches[0][1].max_timestamp
         self._max_timestamp = max_ts

@@ -474,7 +474,7 @@ class UnifiedLog:
                     marker = _read_marker(buf[pos : pos + h.size], h)
                     if marker is not None:
                         markers[next_offset] = marker
-                h = h._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
+                h = h.assigned(next_offset, leader_epoch)
                 assigned.append((pos, h))
                 next_offset = h.next_offset
             pending = self.producers.prepare(
