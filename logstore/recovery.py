@@ -73,11 +73,15 @@ def load_log(
     clean_shutdown: bool,
     now_ms: int,
     on_recovered_batch: Callable | None = None,
+    fresh: bool = False,
 ) -> LoadedLog:
+    """The segments of the log in `dir`, recovered as the module says.
+    `fresh`: the caller found no directory, so there is nothing to list."""
     os.makedirs(dir, exist_ok=True)
     try:
-        _remove_stray_files(dir)
-        bases = _segment_bases(dir)
+        if not fresh:
+            _remove_stray_files(dir)
+        bases = [] if fresh else _segment_bases(dir)
         segments = [LogSegment.open(dir, b, config, now_ms) for b in bases]
     except OSError as e:
         raise LogStorageError("load log", dir, e) from e

@@ -378,7 +378,7 @@ class LogSegment:
         saved = (oi.entries, ti.entries, self._max_timestamp, self.bytes_since_last_index_entry)
         # Which index file failed, when not the log: a path costs two joins,
         # so it is looked up only on failure.
-        failing = None
+        failing = "log"
         try:
             _pwrite_all(self.file.fd, data, position)
             max_ts = self.max_timestamp_and_offset
@@ -397,8 +397,8 @@ class LogSegment:
                 since += h.size
         except OSError as e:
             self._undo_append(position, saved)
-            path = {"offset": self.index_path, "time": self.time_index_path}.get(failing)
-            raise LogStorageError("append", path or self.log_path, e) from e
+            paths = {"log": self.log_path, "offset": self.index_path, "time": self.time_index_path}
+            raise LogStorageError("append", paths[failing], e) from e
         if position == 0:
             self._rolling_timestamp = batches[0][1].max_timestamp
         self._max_timestamp = max_ts

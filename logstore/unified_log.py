@@ -159,7 +159,10 @@ class UnifiedLog:
         config = config or LogConfig()
         clock = clock or wall_clock_ms
         epoch_path = os.path.join(dir, LEADER_EPOCH_CHECKPOINT)
-        epochs = _load_epoch_checkpoint(dir, epoch_path)
+        # A log created now has no files to list or read: a new topic's
+        # partitions skip the dozen lookups of a log found on disk.
+        fresh = not os.path.isdir(dir)
+        epochs = None if fresh else _load_epoch_checkpoint(dir, epoch_path)
 
         def on_recovered_batch(h: BatchHeader) -> None:
             if epochs is not None:
@@ -174,6 +177,7 @@ class UnifiedLog:
                 clean_shutdown=clean_shutdown,
                 now_ms=clock(),
                 on_recovered_batch=on_recovered_batch,
+                fresh=fresh,
             )
         except OSError as e:
             raise LogStorageError("open log", dir, e) from e
@@ -186,6 +190,7 @@ class UnifiedLog:
                 epochs,
                 epoch_path,
                 loaded.recovered_from,
+                fresh,
             )
         except OSError as e:
             self._local.close_quietly()
@@ -200,6 +205,7 @@ class UnifiedLog:
         epochs: LeaderEpochCache | None,
         epoch_path: str,
         recovered_from: int | None,
+        fresh: bool = False,
     ) -> None:
         dir, leo = self.dir, self.log_end_offset
         self._log_start_offset = log_start_offset
@@ -218,15 +224,18 @@ class UnifiedLog:
         self.producers = ProducerStateManager(dir, self.config.producer_id_expiration_ms)
         if reset:
             self.producers.truncate_fully_and_start_at(leo)
+        elif fresh:
+            self.producers.map_end_offset = leo  # no snapshot, no batch to replay
         else:
             self._rebuild_producer_state(
                 self._clock(), self._txn_index_rebuild_from(recovered_from)
             )
 
-        try:
-            self.topic_id = read_partition_metadata(dir)
-        except CorruptFileError as e:
-            log.warning("%s: ignoring unreadable %s: %s", dir, PARTITION_METADATA, e)
+        if not fresh:
+            try:
+                self.topic_id = read_partition_metadata(dir)
+            except CorruptFileError as e:
+                log.warning("%s: ignoring unreadable %s: %s", dir, PARTITION_METADATA, e)
         log.info(
             "opened log %s: offsets [%d, %d), high watermark %d, %d segments, recovery point %d",
             dir,
