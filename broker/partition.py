@@ -246,9 +246,8 @@ class Partition:
                 f"{self.topic}-{self.index}",
             )
         info = self.log.append(records, self.leader_epoch, origin=origin)
-        if not info.duplicate:
-            self.maybe_increment_high_watermark()
-            self.notify()
+        if not info.duplicate and not self.maybe_increment_high_watermark():
+            self.notify()  # new data below the high watermark (a moved one notified)
         return info
 
     def append_transaction_marker(
@@ -336,16 +335,17 @@ class Partition:
         if not self.is_leader or self.is_under_min_isr:
             return False
         leader_end = self.log.log_end_offset
-        now = self._clock_ms()
-        isr = self._maximal_isr()
         new_hw = leader_end
-        for state in self.followers.values():
-            wait_for = state.replica_id in isr or (
-                state.is_caught_up(leader_end, now, self.replica_lag_time_max_ms)
-                and state.log_end_offset >= 0
-            )
-            if wait_for and state.log_end_offset < new_hw:
-                new_hw = max(state.log_end_offset, 0)
+        if self.followers:  # else (one replica) the log end, on every append
+            now = self._clock_ms()
+            isr = self._maximal_isr()
+            for state in self.followers.values():
+                wait_for = state.replica_id in isr or (
+                    state.is_caught_up(leader_end, now, self.replica_lag_time_max_ms)
+                    and state.log_end_offset >= 0
+                )
+                if wait_for and state.log_end_offset < new_hw:
+                    new_hw = max(state.log_end_offset, 0)
         moved = self.log.maybe_increment_high_watermark(new_hw)
         if moved:
             self.notify()
