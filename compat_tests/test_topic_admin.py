@@ -274,8 +274,12 @@ def test_topic_lifecycle_kafka_python(kp_admin, name):
     assert created["configs"]["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert created["configs"]["cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
 
-    (desc,) = kp_admin.describe_topics([t])
-    assert desc["error_code"] == 0
+    # Kafka's broker learns of the topic from the controller after CreateTopics
+    # answers: under load a describe right away may not find it yet.
+    (desc,) = wait_until(
+        lambda: [d for d in kp_admin.describe_topics([t]) if d["error_code"] == 0],
+        message=f"{t} described",
+    )
     assert sorted(p["partition_index"] for p in desc["partitions"]) == [0, 1]
     assert desc["topic_id"] is not None
 
