@@ -51,6 +51,9 @@ STRICT_RESPONSES = os.environ.get("GREGOR_STRICT_RESPONSES") == "1"
 # Responses waiting for the writer; the reader blocks beyond this.
 _MAX_QUEUED_RESPONSES = 8
 _RECEIVE_SIZE = 256 * 1024
+# Reads a connection makes straight from its socket before it lets the
+# scheduler run the other tasks (see _read_requests).
+_READS_BETWEEN_YIELDS = 8
 # The most buffers one writev takes (Linux's IOV_MAX).
 _MAX_PARTS_AT_ONCE = 1024
 
@@ -135,15 +138,30 @@ class Connection:
     async def _read_requests(self, send) -> None:
         splitter = FrameSplitter(self.limits.socket_request_max_bytes)
         idle_seconds = self.limits.connections_max_idle_ms / 1000
+        unyielded = 0
         while not self._stop_requested:
-            with trio.move_on_after(idle_seconds) as idle:
-                self._receive_scope = idle
-                data = await self.stream.receive_some(_RECEIVE_SIZE)
-            self._receive_scope = None
-            if idle.cancelled_caught:
-                if not self._stop_requested:
-                    log.info("closing idle connection %s", self.peer)
-                return
+            data: bytes | bytearray | None = None
+            if self._fd is not None and unyielded < _READS_BETWEEN_YIELDS:
+                # Bytes already there are read at once: trio's receive_some
+                # yields to the scheduler on every call (a task switch and an
+                # epoll round), which a client that keeps requests coming
+                # paid per read. Every few reads the task still yields, so
+                # that one busy client cannot keep the others waiting.
+                try:
+                    data = os.read(self._fd, _RECEIVE_SIZE)
+                    unyielded += 1
+                except BlockingIOError:
+                    pass
+            if data is None:
+                unyielded = 0
+                with trio.move_on_after(idle_seconds) as idle:
+                    self._receive_scope = idle
+                    data = await self.stream.receive_some(_RECEIVE_SIZE)
+                self._receive_scope = None
+                if idle.cancelled_caught:
+                    if not self._stop_requested:
+                        log.info("closing idle connection %s", self.peer)
+                    return
             if not data:
                 return
             try:
