@@ -10,9 +10,14 @@ the same partition number as it would have in a Kafka cluster.
 
 from __future__ import annotations
 
+import functools
+
 _INT32_MIN = -(2**31)
 
 
+# Every transactional or group request asks for its id's partition, and the
+# loop below costs microseconds a character: the ids in use are few.
+@functools.lru_cache(maxsize=65536)
 def java_string_hashcode(s: str) -> int:
     """Java's `String.hashCode()` of `s`: a signed int32."""
     data = s.encode("utf-16-be", "surrogatepass")

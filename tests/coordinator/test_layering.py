@@ -35,6 +35,7 @@ _STDLIB_OK = {
     "collections",
     "dataclasses",
     "enum",
+    "functools",
     "heapq",
     "itertools",
     "logging",
