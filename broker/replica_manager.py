@@ -248,8 +248,18 @@ class ReplicaManager:
         answer once the high watermark covers it; REQUEST_TIMED_OUT for those
         still short at the request's timeout (Kafka's DelayedProduce)."""
         results: dict[TopicPartition, ErrorCode] = {}
+        pending = []
+        for partition, offset in waits:
+            error = partition.replication_error(offset)
+            if error is None:
+                pending.append((partition, offset))
+            else:
+                results[partition.tp] = error
+        if not pending:
+            # Answered already (always so on one replica): no cancel scope.
+            return results
         with trio.move_on_after(max(timeout_ms, 0) / 1000):
-            for partition, offset in waits:
+            for partition, offset in pending:
                 while True:
                     error = partition.replication_error(offset)
                     if error is not None:
