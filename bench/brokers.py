@@ -100,8 +100,12 @@ class StartWatch:
             except OSError:
                 time.sleep(0.002)  # closed while starting: try a new connection
 
-    def join(self) -> None:
-        self._stop.set()
+    def join(self, started: bool) -> None:
+        """started: the broker is up, so wait for the watch to see it (its
+        launcher may have seen it first, while the watch slept between two
+        tries); else stop watching."""
+        if not started:
+            self._stop.set()
         self._thread.join()
 
 
@@ -143,16 +147,18 @@ class BenchBroker:
         if self.node is None:
             self.node = self._new_node()
         watch = StartWatch(self.node.port)
+        started = False
         try:
             if again and self.name == "kafka":
                 self.node.start(format_storage=False)
             else:
                 # Gregor again: the same data directory and port.
                 self.node.start()
+            started = True
         except Exception as exc:
             raise BrokerError(f"{self.name} did not start: {exc}") from exc
         finally:
-            watch.join()
+            watch.join(started)
         spawned = self.node.spawned_at
         if watch.accepted_at is None or watch.answered_at is None:
             raise BrokerError(f"{self.name} started but its start-up was not seen")
