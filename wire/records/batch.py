@@ -72,6 +72,11 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 
+# Builds a header from its 13 fields without namedtuple's _make/_replace,
+# whose length checks cost as much again on the per-batch paths below.
+_new_tuple = tuple.__new__
+
+
 class BatchHeader(NamedTuple):
     """The fixed 61-byte header of a v2 record batch."""
 
@@ -122,7 +127,7 @@ class BatchHeader(NamedTuple):
     def assigned(self, base_offset: int, partition_leader_epoch: int) -> BatchHeader:
         """This header with the base offset and leader epoch a leader's append
         gives it (as _replace, at a third of its cost: it runs per appended batch)."""
-        return tuple.__new__(BatchHeader, (base_offset, self[1], partition_leader_epoch) + self[3:])
+        return _new_tuple(BatchHeader, (base_offset, self[1], partition_leader_epoch) + self[3:])
 
     @property
     def last_sequence(self) -> int:
@@ -130,9 +135,6 @@ class BatchHeader(NamedTuple):
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
-
-
-_new_tuple = tuple.__new__
 
 
 def read_batch_header(buf, pos: int = 0) -> BatchHeader:
@@ -146,8 +148,6 @@ def read_batch_header(buf, pos: int = 0) -> BatchHeader:
         raise DecodeError(
             f"record batch header needs {BATCH_HEADER_SIZE} bytes, {max(0, len(buf) - pos)} remain"
         )
-    # tuple.__new__ straight: _make's length check costs as much again, and
-    # the struct always gives the 13 fields (every produced partition parses one).
     header = _new_tuple(BatchHeader, _HEADER.unpack_from(buf, pos))
     if header.magic != MAGIC_V2:
         raise DecodeError(f"record batch magic {header.magic} is not supported (only v2)")
