@@ -101,10 +101,29 @@ class GregorCluster:
         """The brokers' inbound proxies (what they advertise)."""
         return ",".join(self.inbound[n].address for n, b in self.brokers.items() if b.port)
 
-    def start(self) -> GregorCluster:
+    def start(self, timeout: float = 30) -> GregorCluster:
         for node_id in self.brokers:
             self.restart(node_id)
+        # A broker listens before the others (and the controller among them)
+        # have seen its registration in ZooKeeper: a topic created at once
+        # with a replication factor of 3 could be refused for want of
+        # brokers. The cluster is up when every broker lists all of them.
+        deadline = time.monotonic() + timeout
+        while not self.all_brokers_seen():
+            assert time.monotonic() < deadline, "the brokers did not all see each other"
+            time.sleep(0.05)
         return self
+
+    def all_brokers_seen(self) -> bool:
+        body = {"topics": [], "allow_auto_topic_creation": False}
+        for broker in self.brokers.values():
+            try:
+                response = kafka_request(broker.bootstrap, ApiKey.METADATA, 12, body, timeout=5)
+            except OSError:
+                return False
+            if sorted(b.node_id for b in response.brokers) != sorted(self.brokers):
+                return False
+        return True
 
     def kill(self, node_id: int) -> None:
         self.brokers[node_id].kill()
