@@ -321,7 +321,15 @@ def run_e2e(args) -> dict:
 
     stats = Stats()
     args.idempotent = False
-    producer = Producer(producer_config(args, stats))
+    failed: list[str] = []
+
+    def delivery_failed(err, msg):
+        failed.append(str(err))
+
+    config = producer_config(args, stats, delivery_failed)
+    # Only failures are reported: a callback per record would tax the loop.
+    config["delivery.report.only.error"] = True
+    producer = Producer(config)
     md = producer.list_topics(args.topic, timeout=30).topics[args.topic]
     consumer = Consumer(
         {
@@ -334,6 +342,10 @@ def run_e2e(args) -> dict:
     filler = payload(args.record_size - 8)
     latencies: list[float] = []
     received = [0]
+    # The next offset the consumer expects in each partition, so that a
+    # shortfall can be told apart: records the broker has (high watermark
+    # beyond it) but did not serve, or records it never had.
+    consumed_to: dict[int, int] = {}
     stop = threading.Event()
     start = time.perf_counter_ns()
     keep_from = start + int(args.warmup * 1e9)
@@ -346,6 +358,7 @@ def run_e2e(args) -> dict:
                 # (shorter values are not ours: the harness's warming records)
                 if m.error() is None and len(m.value()) == args.record_size:
                     received[0] += 1
+                    consumed_to[m.partition()] = m.offset() + 1
                     (sent,) = struct.unpack_from(">q", m.value())
                     if sent >= keep_from:
                         latencies.append((now - sent) / 1e6)
@@ -366,12 +379,22 @@ def run_e2e(args) -> dict:
         producer.poll(0)
         time.sleep(0.001)
     achieved = sent / ((time.perf_counter_ns() - start) / 1e9)
-    producer.flush(30)
+    undelivered = producer.flush(30)
     deadline = time.monotonic() + 10
     while received[0] < sent and time.monotonic() < deadline:
         time.sleep(0.01)
     stop.set()
     reader.join()
+    shortfall = ""
+    if received[0] < sent:
+        ends = []
+        for p in sorted(md.partitions):
+            _, high = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=10)
+            ends.append(f"{p}: high watermark {high}, consumed to {consumed_to.get(p, 0)}")
+        shortfall = (
+            f"; {undelivered} undelivered after flush, {len(failed)} failed {failed[:3]}; "
+            + "; ".join(ends)
+        )
     consumer.close()
     out = {
         "records": sent,
@@ -382,7 +405,7 @@ def run_e2e(args) -> dict:
         "requests": stats.settle(producer),
     }
     if received[0] < sent:
-        out["error"] = f"received {received[0]} of {sent} records"
+        out["error"] = f"received {received[0]} of {sent} records{shortfall}"
     return out
 
 
