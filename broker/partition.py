@@ -108,6 +108,9 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         self.followers: dict[int, FollowerState] = {}
         self._changed = trio.Event()
+        # Events of waiters on several partitions at once (a Fetch), set at
+        # the next notify() and then forgotten: see watch().
+        self._watchers: set[trio.Event] = set()
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch})"
@@ -465,13 +468,19 @@ class Partition:
         or leadership changed."""
         self._changed.set()
         self._changed = trio.Event()
+        if self._watchers:
+            for event in self._watchers:
+                event.set()
+            self._watchers.clear()
+
+    def watch(self, event: trio.Event) -> None:
+        """Set `event` at the next notify(), once. One event can watch many
+        partitions, so a waiter on any of them needs no task per partition;
+        `unwatch` forgets it when the waiter is done first."""
+        self._watchers.add(event)
+
+    def unwatch(self, event: trio.Event) -> None:
+        self._watchers.discard(event)
 
     async def wait_for_change(self) -> None:
         await self._changed.wait()
-
-    @property
-    def next_change(self) -> trio.Event:
-        """Set at the next notify(). A waiter that looked at the partition and
-        then waits in another task takes this first, with no checkpoint in
-        between, so a change made before that task runs is not missed."""
-        return self._changed

@@ -235,20 +235,21 @@ class FetchHandler:
 async def _any_change(partitions) -> None:
     """Return when any of the partitions changes after the caller's last read.
 
-    The events are taken now, before the first checkpoint: the watchers start
-    later, and an append in between (a producer's, which a follower's fetch
-    waits for) would otherwise be missed and the fetch answered only at
-    max_wait_ms, which held every acks=all produce for replica.fetch.wait.max.ms.
+    The partitions are watched now, before the first checkpoint: an append in
+    between (a producer's, which a follower's fetch waits for) would otherwise
+    be missed and the fetch answered only at max_wait_ms, which held every
+    acks=all produce for replica.fetch.wait.max.ms. One event watches them
+    all: a task per partition, as this was, cost a consumer's every wait a
+    nursery, its tasks and their cancellation, 15% of a light load's loop.
     """
-    events = [p.next_change for p in partitions]
-    async with trio.open_nursery() as nursery:
-
-        async def watch(event):
-            await event.wait()
-            nursery.cancel_scope.cancel()
-
-        for event in events:
-            nursery.start_soon(watch, event)
+    changed = trio.Event()
+    for partition in partitions:
+        partition.watch(changed)
+    try:
+        await changed.wait()
+    finally:
+        for partition in partitions:
+            partition.unwatch(changed)
 
 
 def _response(ctx, targets, results) -> dict:
