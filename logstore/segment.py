@@ -96,6 +96,11 @@ class SegmentFile:
             pass
 
 
+# How many of the last appended batches a segment finds without reading
+# (LogSegment._recent).
+_RECENT_BATCHES = 32
+
+
 class LogSegment:
     def __init__(
         self,
@@ -124,6 +129,11 @@ class LogSegment:
         self._next_offset: int | None = None  # None: not computed yet
         self.bytes_since_last_index_entry = 0
         self.txn_index = TransactionIndex(self.txn_index_path, base_offset)
+        # (file position, header) of the last batches appended, by base
+        # offset: a consumer or follower at the tail fetches from the first
+        # batch appended since its last fetch, found here without the index
+        # lookup and header read of translate_offset.
+        self._recent: dict[int, tuple[int, BatchHeader]] = {}
 
     # --- files --------------------------------------------------------------------
 
@@ -405,6 +415,11 @@ class LogSegment:
         self.bytes_since_last_index_entry = since
         self.size = position + len(data)
         self._next_offset = last.next_offset
+        recent = self._recent
+        for rel, h in batches:
+            recent[h.base_offset] = (position + rel, h)
+        while len(recent) > _RECENT_BATCHES:
+            del recent[next(iter(recent))]
         return position
 
     def _undo_append(self, position: int, saved) -> None:
@@ -456,6 +471,9 @@ class LogSegment:
     ) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >=
         `offset` (the batch holding it, or the next one), None if none."""
+        recent = self._recent.get(offset)
+        if recent is not None and recent[0] >= start_position:
+            return recent
         start = max(self.offset_index.lookup(offset).position, start_position)
         for pos, h in self.batches(start):
             if h.last_offset >= offset:
@@ -588,6 +606,7 @@ class LogSegment:
             os.ftruncate(self.file.fd, valid)
         self.size = valid
         self._next_offset = next_offset
+        self._recent.clear()
         self._max_timestamp = max_ts
         self._rolling_timestamp = first_ts
         self.bytes_since_last_index_entry = valid - last_index_entry
@@ -605,6 +624,7 @@ class LogSegment:
         segment becomes active (indexes preallocated again)."""
         found = self.translate_offset(offset)
         cut_offset = found[1].base_offset if found is not None else offset
+        self._recent.clear()
         oi, ti = self.offset_index, self.time_index
         oi.truncate_to(cut_offset)
         ti.truncate_to(cut_offset)

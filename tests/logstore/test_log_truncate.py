@@ -7,6 +7,7 @@ import os
 import pytest
 
 from logstore import LogConfig
+from wire.records import iter_batches
 
 from .helpers import FakeClock, all_offsets, batch, open_log, read_all
 
@@ -152,3 +153,17 @@ def test_truncated_log_restarts_with_the_truncated_content(tmp_path):
     reopened = open_log(tmp_path / "t-0", SMALL, recovery_point=0)
     assert read_all(reopened) == data
     assert reopened.epoch_entries() == [(1, 0), (3, 10), (9, 16)]
+
+
+def test_a_read_after_truncation_finds_the_batch_appended_at_the_cut(tmp_path):
+    """A segment remembers where its last batches went, so that a reader at
+    the tail skips the index; a truncation forgets them, so a read finds the
+    batch appended after the cut, not one that was cut."""
+    log = epoch_log(tmp_path / "t-0")
+    before = read_all(log, 26)
+    assert [h.base_offset for _, h in iter_batches(before)] == [26, 28]
+    log.truncate_to(24)
+    log.append(batch(3, value_size=10), 5)
+    for start in (24, 26):
+        [(_, h)] = list(iter_batches(read_all(log, start)))
+        assert (h.base_offset, h.last_offset, h.partition_leader_epoch) == (24, 26, 5)
