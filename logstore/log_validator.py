@@ -44,10 +44,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from crc32c import crc32c
+
 from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.records import (
     BATCH_HEADER_SIZE,
+    CRC_COVERED_FROM,
     DEFAULT_MAX_UNCOMPRESSED,
     LOG_OVERHEAD,
     MAGIC_POS,
@@ -60,6 +63,7 @@ from wire.records import (
     batch_attributes,
     batch_payload,
     batch_size_at,
+    check_plain_batch,
     check_records,
     compute_crc,
     decompress_buffer,
@@ -187,6 +191,40 @@ def check_single_batch(records, api_version: int) -> int:
 
 def _before_append(code: ErrorCode) -> RecordsError:
     return RecordsError(code, reports_log_start_offset=False)
+
+
+# --- stages 2 and 3 at once, for the common batch -------------------------------------
+
+
+def validate_plain_batch(records, limits: TopicLimits, now_ms: int):
+    """The common batch (one whole uncompressed CreateTime batch and nothing
+    after it, on a topic that is not compacted) checked in one go: the bytes
+    to append, as `check_single_batch` and then `validate_records` would
+    return them. None when the batch is of another kind or fails any check:
+    the caller then runs those two, which answer as Kafka does, in Kafka's
+    order. `check_plain_batch` is C where it was built; the few microseconds
+    of Python checks it replaces were the largest part of a partition's
+    produce time."""
+    if limits.compacted or records is None:
+        return None
+    found = check_plain_batch(records)
+    if found is None:
+        return None
+    crc, header_max_timestamp, max_timestamp = found
+    batch = memoryview(records)
+    size = len(batch)
+    if (
+        size > limits.max_message_bytes
+        or size > limits.segment_bytes
+        or crc32c(batch[CRC_COVERED_FROM:]) != crc
+        or _timestamps_need_records(max_timestamp, limits, now_ms)
+    ):
+        return None
+    if limits.log_append_time:
+        set_log_append_time(batch, now_ms)
+    elif header_max_timestamp != max_timestamp:
+        set_max_timestamp(batch, max_timestamp)
+    return batch
 
 
 # --- stage 3: the batch, then its records -------------------------------------------------

@@ -33,6 +33,7 @@ from logstore.log_validator import (
     RecordsError,
     check_single_batch,
     first_batch_is_transactional,
+    validate_plain_batch,
     validate_records,
 )
 from wire.api_keys import ApiKey
@@ -184,12 +185,18 @@ class ProduceHandler:
         if topic is None or index not in topic.partitions:
             return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
         records = pdata.records
+        limits = self.topic_configs.limits(topic)
+        # The common batch is checked whole at once; any other is checked in
+        # Kafka's stages, each where Kafka answers its errors.
+        validated = None
         if ctx.api_version >= 3:
-            try:
-                size = check_single_batch(records, ctx.api_version)
-            except RecordsError as e:
-                return _partition_response(index, e.code), None
-            records = records[:size]
+            validated = validate_plain_batch(records, limits, now)
+            if validated is None:
+                try:
+                    size = check_single_batch(records, ctx.api_version)
+                except RecordsError as e:
+                    return _partition_response(index, e.code), None
+                records = records[:size]
         if acks not in (-1, 0, 1):
             return _partition_response(index, ErrorCode.INVALID_REQUIRED_ACKS), None
         if topic.is_internal:
@@ -208,17 +215,19 @@ class ProduceHandler:
                 ),
                 None,
             )
-        limits = self.topic_configs.limits(topic)
         if acks == -1 and partition.is_under_min_isr:
             return _failed(partition, index, ErrorCode.NOT_ENOUGH_REPLICAS), None
-        try:
-            records = validate_records(records, limits, f"{name}-{index}", now)
-        except RecordsError as e:
-            if not e.reports_log_start_offset:
-                return _partition_response(
-                    index, e.code, e.message, record_errors=e.record_errors
-                ), None
-            return _failed(partition, index, e.code, e.message, e.record_errors), None
+        if validated is not None:
+            records = validated
+        else:
+            try:
+                records = validate_records(records, limits, f"{name}-{index}", now)
+            except RecordsError as e:
+                if not e.reports_log_start_offset:
+                    return _partition_response(
+                        index, e.code, e.message, record_errors=e.record_errors
+                    ), None
+                return _failed(partition, index, e.code, e.message, e.record_errors), None
         if guard is not None:
             refused = guard.refusal(partition)
             if refused is not None:

@@ -7,8 +7,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from logstore.log_validator import TopicLimits, validate_records
+from logstore.log_validator import (
+    RecordsError,
+    TopicLimits,
+    check_single_batch,
+    validate_plain_batch,
+    validate_records,
+)
 from wire.records import (
     LZ4,
     Record,
@@ -68,3 +76,74 @@ def test_log_append_time_topics_stamp_records_without_timestamps():
     h, stamps = stored(batch, dataclasses.replace(LIMITS, log_append_time=True))
     assert h.is_log_append_time and h.max_timestamp == NOW
     assert stamps == [NOW, NOW]
+
+
+# --- the common batch checked at once, against the staged checks ------------------------
+
+
+def staged(batch: bytearray, limits: TopicLimits):
+    """What the produce path stores by Kafka's stages, or the error it answers."""
+    try:
+        size = check_single_batch(batch, 9)
+        return bytes(validate_records(batch[:size], limits, "t-0", now_ms=NOW))
+    except RecordsError as e:
+        return e.code
+
+
+def test_a_producers_common_batch_takes_the_plain_path_and_stores_the_same():
+    records = [RecordInput(None, b"a", (), NOW - 5), RecordInput(b"k", b"b", (), NOW - 1)]
+    batch = bytearray(build_batch(records, max_timestamp=0))
+    expected = staged(bytearray(batch), LIMITS)
+    out = validate_plain_batch(batch, LIMITS, NOW)
+    assert out is not None, "the common batch must not need the staged checks"
+    assert bytes(out) == expected
+    assert read_batch_header(out, 0).max_timestamp == NOW - 1
+
+
+timestamps_near_now = st.one_of(st.just(-1), st.integers(NOW - 10**7, NOW + 10**7))
+limits_variants = st.builds(
+    lambda compacted, append_time, max_bytes, segment, before, after: dataclasses.replace(
+        LIMITS,
+        compacted=compacted,
+        log_append_time=append_time,
+        max_message_bytes=max_bytes,
+        segment_bytes=segment,
+        timestamp_before_max_ms=before,
+        timestamp_after_max_ms=after,
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([1 << 20, 90, 100]),
+    st.sampled_from([1 << 30, 1 << 30, 110]),
+    st.sampled_from([2**63 - 1, 2**63 - 1, 10**6]),
+    st.sampled_from([2**63 - 1, 3_600_000, 10**6]),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.builds(
+            RecordInput,
+            st.none() | st.binary(max_size=8),
+            st.none() | st.binary(max_size=60),
+            st.just(()),
+            timestamps_near_now,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    limits_variants,
+    st.sampled_from([{}, {}, {"compression": LZ4}, {"max_timestamp": 0}, {"timestamp_type": 1}]),
+    st.data(),
+)
+def test_the_plain_path_stores_what_the_staged_checks_store(records, limits, fields, data):
+    batch = bytearray(build_batch(records, **fields))
+    if data.draw(st.booleans()):
+        pos = data.draw(st.integers(0, len(batch) - 1))
+        batch[pos] = data.draw(st.integers(0, 255))
+    batch += data.draw(st.sampled_from([b"", b"", b"\x00\x00"]))
+    expected = staged(bytearray(batch), limits)
+    out = validate_plain_batch(batch, limits, NOW)
+    if out is not None:
+        assert bytes(out) == expected

@@ -119,3 +119,78 @@ def test_a_memoryview_of_a_larger_buffer_is_read_only_within_the_view():
     backing = bytearray(section + b"\x00" * 16)
     assert c_walk(memoryview(backing)[: len(section)], count, 7) == (None, 7)
     assert c_walk(memoryview(backing), count, 7) == ("16 bytes follow the last of 3 records", 7)
+
+
+# --- check_plain_batch: the common produced batch, checked whole ---------------------
+
+python_plain = records_module._check_plain_batch
+
+try:
+    from wire.records._walk import check_plain_batch as c_plain
+except ImportError:  # pragma: no cover - reported below
+    c_plain = None
+
+
+def test_the_c_plain_batch_check_is_built_and_used():
+    assert c_plain is not None, "wire.records._walk was not compiled: see the walk's test above"
+    assert records_module.check_plain_batch is c_plain
+
+
+def same_plain(batch):
+    expected = python_plain(batch)
+    assert c_plain(batch) == expected
+    return expected
+
+
+header_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "base_offset": st.sampled_from([0, 0, 0, 1, -1, 2**40]),
+        "compression": st.sampled_from([0, 0, 0, 1, 3, 4]),
+        "timestamp_type": st.sampled_from([0, 0, 0, 1]),
+        "producer_id": st.sampled_from([-1, 0, 7, 2**40]),
+        "base_sequence": st.sampled_from([-1, 0, 5, 2**31 - 1]),
+        "is_transactional": st.booleans(),
+        "extra_offset_delta": st.sampled_from([0, 0, 1, 5]),
+        "max_timestamp": base_timestamps,
+        "partition_leader_epoch": st.integers(-1, 9),
+    },
+)
+
+
+@FUZZ
+@given(record_inputs, header_fields)
+def test_producers_batches_get_the_same_plain_answer(records, fields):
+    extra = fields.pop("extra_offset_delta", 0)
+    batch = build_batch(records, last_offset_delta=len(records) - 1 + extra, **fields)
+    found = same_plain(batch)
+    plain = (
+        fields.get("base_offset", 0) == 0
+        and fields.get("compression", 0) == 0
+        and fields.get("timestamp_type", 0) == 0
+        and extra == 0
+        and not (fields.get("producer_id", -1) >= 0 and fields.get("base_sequence", -1) < 0)
+    )
+    if plain:
+        header = records_module.read_batch_header(batch)
+        assert found == (header.crc, header.max_timestamp, max(-1, *(r.timestamp for r in records)))
+    else:
+        assert found is None
+
+
+@FUZZ
+@given(record_inputs, st.data())
+def test_mutated_batches_get_the_same_plain_answer(records, data):
+    buf = bytearray(build_batch(records))
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(buf) - 1))
+        buf[pos] = data.draw(st.integers(0, 255))
+    tail = data.draw(st.sampled_from([b"", b"", b"\x00", bytes(12), bytes(buf[:61])]))
+    cut = data.draw(st.integers(0, len(buf)))
+    same_plain(bytes(buf[:cut]) if data.draw(st.booleans()) else bytes(buf) + tail)
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_garbage_gets_the_same_plain_answer(garbage):
+    same_plain(garbage)

@@ -17,9 +17,16 @@
  * with; max_timestamp is Kafka's maxBatchTimestamp: the largest record
  * timestamp (base + delta, wrapping as Java's long does), or -1 when none is
  * above -1. Reads only within the buffer.
+ *
+ * check_plain_batch(batch) does the produce path's checks of the common
+ * batch (one whole uncompressed CreateTime batch, base offset 0, a header
+ * Kafka accepts) and this walk in one call, where the Python checks cost
+ * several microseconds a partition: records._check_plain_batch is its
+ * reference and says what passes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 #define MIN_RECORD_SIZE 7
 
@@ -83,19 +90,16 @@ static long long read_varlong(const unsigned char *buf, Py_ssize_t *pos, Py_ssiz
     return 0;
 }
 
-static PyObject *walk_records(PyObject *self, PyObject *args)
+/* The walk itself: NULL when the records are sound (*max_timestamp set),
+ * else the problem as a new str (or NULL with a Python error set, *failed). */
+static PyObject *walk(const unsigned char *buf, Py_ssize_t end, Py_ssize_t count,
+                      long long base_timestamp, long long *max_timestamp, int *failed)
 {
-    Py_buffer view;
-    Py_ssize_t count;
-    long long base_timestamp;
-    long long max_timestamp = -1; /* RecordBatch.NO_TIMESTAMP */
-    PyObject *problem = NULL;
-    if (!PyArg_ParseTuple(args, "y*nL", &view, &count, &base_timestamp))
-        return NULL;
-    const unsigned char *buf = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len;
     Py_ssize_t p = 0;
     const char *err = NULL;
+    *max_timestamp = -1; /* RecordBatch.NO_TIMESTAMP */
+    *failed = 0;
+    PyObject *problem = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         long long length = read_varint(buf, &p, end, 5, 32, &err);
         if (err) {
@@ -116,8 +120,8 @@ static PyObject *walk_records(PyObject *self, PyObject *args)
         }
         long long timestamp =
             (long long)((unsigned long long)base_timestamp + (unsigned long long)timestamp_delta);
-        if (timestamp > max_timestamp)
-            max_timestamp = timestamp;
+        if (timestamp > *max_timestamp)
+            *max_timestamp = timestamp;
         long long delta = read_varint(buf, &q, record_end, 5, 32, &err);
         if (err) {
             problem = PyUnicode_FromString(err);
@@ -132,19 +136,102 @@ static PyObject *walk_records(PyObject *self, PyObject *args)
     if (p != end)
         problem = PyUnicode_FromFormat("%zd bytes follow the last of %zd records", end - p, count);
 done:
+    if (problem == NULL && PyErr_Occurred())
+        *failed = 1;
+    return problem;
+}
+
+static PyObject *walk_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_timestamp;
+    long long max_timestamp;
+    int failed;
+    if (!PyArg_ParseTuple(args, "y*nL", &view, &count, &base_timestamp))
+        return NULL;
+    PyObject *problem =
+        walk((const unsigned char *)view.buf, view.len, count, base_timestamp, &max_timestamp, &failed);
     PyBuffer_Release(&view);
-    if (problem == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
+    if (failed)
+        return NULL;
+    if (problem == NULL)
         problem = Py_NewRef(Py_None);
+    return Py_BuildValue("(NL)", problem, max_timestamp);
+}
+
+/* Big-endian fields of the batch header (records.py's _HEADER). */
+static long long be64(const unsigned char *b)
+{
+    unsigned long long v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return (long long)v;
+}
+
+static long be32(const unsigned char *b)
+{
+    return (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) |
+                           (uint32_t)b[3]);
+}
+
+#define BATCH_HEADER_SIZE 61
+#define LOG_OVERHEAD 12
+/* compression | timestamp type | control */
+#define NOT_PLAIN_ATTRIBUTES (0x07 | 0x08 | 0x20)
+
+/* check_plain_batch(buf) -> (crc, header max timestamp, records max timestamp) or None:
+ * records._check_plain_batch, which says what passes. */
+static PyObject *check_plain_batch(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    Py_ssize_t len = view.len;
+    PyObject *result = NULL;
+    if (len < BATCH_HEADER_SIZE || b[16] != 2)
+        goto plain_none;
+    long long base_offset = be64(b);
+    long batch_length = be32(b + 8);
+    unsigned long crc = (unsigned long)(uint32_t)be32(b + 17);
+    int attributes = (int)(int16_t)(((unsigned)b[21] << 8) | b[22]);
+    long last_offset_delta = be32(b + 23);
+    long long base_timestamp = be64(b + 27);
+    long long max_timestamp_header = be64(b + 35);
+    long long producer_id = be64(b + 43);
+    long base_sequence = be32(b + 53);
+    long records_count = be32(b + 57);
+    if (LOG_OVERHEAD + (long long)batch_length != (long long)len || base_offset != 0 ||
+        (attributes & NOT_PLAIN_ATTRIBUTES) || records_count <= 0 ||
+        (long long)last_offset_delta + 1 != (long long)records_count ||
+        (producer_id >= 0 && base_sequence < 0) ||
+        (long long)records_count * MIN_RECORD_SIZE > (long long)(len - BATCH_HEADER_SIZE))
+        goto plain_none;
+    long long max_timestamp;
+    int failed;
+    PyObject *problem = walk(b + BATCH_HEADER_SIZE, len - BATCH_HEADER_SIZE, records_count,
+                             base_timestamp, &max_timestamp, &failed);
+    if (failed)
+        goto out;
+    if (problem != NULL) {
+        Py_DECREF(problem);
+        goto plain_none;
     }
-    PyObject *result = Py_BuildValue("(NL)", problem, max_timestamp);
+    result = Py_BuildValue("(kLL)", crc, max_timestamp_header, max_timestamp);
+    goto out;
+plain_none:
+    result = Py_NewRef(Py_None);
+out:
+    PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS,
      "walk_records(section, count, base_timestamp) -> (None or the error message, max timestamp)"},
+    {"check_plain_batch", check_plain_batch, METH_O,
+     "check_plain_batch(batch) -> (crc, header max timestamp, records max timestamp) or None"},
     {NULL, NULL, 0, NULL},
 };
 

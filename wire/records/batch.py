@@ -156,6 +156,12 @@ def read_batch_header(buf, pos: int = 0) -> BatchHeader:
     return header
 
 
+def peek_batch_header(buf, pos: int = 0) -> BatchHeader:
+    """The header fields at `pos` as they are, nothing checked (the caller
+    checks what it needs); struct.error when fewer than 61 bytes remain."""
+    return _new_tuple(BatchHeader, _HEADER.unpack_from(buf, pos))
+
+
 def batch_size_at(buf, pos: int = 0) -> int | None:
     """Total size of the batch at `pos` from its length field alone, or None
     when fewer than 12 bytes remain. Used to split concatenated batches."""

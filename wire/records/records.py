@@ -51,6 +51,7 @@ from wire.records.batch import (
     TRANSACTIONAL_MASK,
     BatchHeader,
     encode_batch,
+    peek_batch_header,
     read_batch_header,
 )
 from wire.records.compression import (
@@ -301,10 +302,49 @@ def _java_long(n: int) -> int:
     return ((n + 2**63) % 2**64) - 2**63
 
 
+def _check_plain_batch(buf) -> tuple[int, int, int] | None:
+    """The produce path's checks of the common batch, at once: `buf` is one
+    whole uncompressed CreateTime magic 2 batch and nothing else, at base
+    offset 0, not a control batch, whose header Kafka accepts
+    (LogValidator.validateBatch: records count = last offset delta + 1 > 0,
+    a base sequence for a producer id) and whose records `check_records`
+    accepts. Returns (the CRC as stored, the header's max timestamp, the
+    records' largest timestamp as WalkedRecords.max_timestamp); the CRC is
+    the caller's to compare. None for anything else, valid or not: the
+    caller then checks it field by field, as before, for Kafka's answer.
+    The reference for `_walk.c`'s check_plain_batch and its fallback."""
+    view = memoryview(buf).cast("B")
+    if len(view) < BATCH_HEADER_SIZE:
+        return None
+    h = peek_batch_header(view)
+    if (
+        h.magic != MAGIC_V2
+        or LOG_OVERHEAD + h.batch_length != len(view)
+        or h.base_offset != 0
+        or h.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK | CONTROL_MASK)
+        or h.records_count <= 0
+        or h.last_offset_delta + 1 != h.records_count
+        or (h.producer_id >= 0 and h.base_sequence < 0)
+        or h.records_count * MIN_RECORD_SIZE > len(view) - BATCH_HEADER_SIZE
+    ):
+        return None
+    problem, max_timestamp = walk_records(
+        view[BATCH_HEADER_SIZE:], h.records_count, h.base_timestamp
+    )
+    if problem is not None:
+        return None
+    return h.crc, h.max_timestamp, max_timestamp
+
+
 try:
     from wire.records._walk import walk_records
 except ImportError:  # the C walk was not built (no compiler): the same walk in Python
     walk_records = _walk_records
+
+try:
+    from wire.records._walk import check_plain_batch
+except ImportError:
+    check_plain_batch = _check_plain_batch
 
 
 def iter_records_section(section, count: int) -> Iterator[Record]:
