@@ -12,6 +12,7 @@ exits 0.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import signal
 import sys
@@ -55,9 +56,12 @@ def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO
     except OSError as e:
         print(f"gregor: cannot read {path}: {e}", file=sys.stderr)
         return 2
-    from broker.allocator import tune_allocator
+    from broker.allocator import tune_allocator, tune_garbage_collector
 
     tune_allocator()
+    # The broker's modules, loaded before the freeze, which they then stay out of.
+    importlib.import_module("broker.server")
+    tune_garbage_collector()
     failure: list[BaseException] = []
     interrupted = []
     stopped: list[bool] = []

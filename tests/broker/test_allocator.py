@@ -53,3 +53,37 @@ def test_lz4_validation_reuses_its_frame_buffer_once_tuned():
     # With glibc's defaults the buffer goes back to the kernel after every
     # batch and comes back as fresh pages: 4,000 faults for the 200 here.
     assert page_faults("tuned") < 200
+
+
+# A Produce across many partitions holds thousands of short-lived objects until
+# it is answered; prints how many young collections such bursts took.
+GC_PROGRAM = """
+import gc, sys
+from broker.allocator import tune_garbage_collector
+
+if sys.argv[1] == "tuned":
+    tune_garbage_collector()
+before = gc.get_stats()[0]["collections"]
+for _ in range(20):
+    held = [{"partition_index": i, "error_code": 0} for i in range(5000)]
+    del held
+print(gc.get_stats()[0]["collections"] - before)
+"""
+
+
+def young_collections(mode: str) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", GC_PROGRAM, mode],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return int(out.stdout)
+
+
+def test_a_burst_of_request_objects_dies_without_a_collection_once_tuned():
+    # With Python's default threshold (700), each burst of 5,000 collects 7 times.
+    assert young_collections("untuned") >= 100
+    assert young_collections("tuned") == 0
