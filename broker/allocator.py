@@ -1,9 +1,9 @@
 """Memory settings for a broker process: glibc's malloc and Python's garbage collector.
 
-The allocator (`tune_allocator`).
-Validating a produced LZ4 batch decompresses it, and the LZ4 frame decoder
-allocates a buffer of the frame's declared block maximum for every frame:
-4 MiB for franz-go's (Go's lz4 writer), however small the batch. With
+The allocator (`tune_allocator`). Validating a produced LZ4 batch
+decompresses it, and the LZ4 frame decoder allocates a buffer of the frame's
+declared block maximum for every frame: 4 MiB for franz-go's (Go's lz4
+writer), however small the batch. With
 glibc's defaults each such buffer comes from the top of the heap and is given
 back to the kernel when freed: a `brk` each way and fresh zeroed pages for
 every batch (20 page faults a batch, none with the settings below;
