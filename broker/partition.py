@@ -107,9 +107,8 @@ class Partition:
         # An ISR change sent to the controller and not yet seen in the metadata.
         self.pending_isr: tuple[int, ...] | None = None
         self.followers: dict[int, FollowerState] = {}
-        self._changed = trio.Event()
-        # Events of waiters on several partitions at once (a Fetch), set at
-        # the next notify() and then forgotten: see watch().
+        # Events of the waiters for the next change (a Fetch watches several
+        # partitions with one), set at the next notify() and then forgotten.
         self._watchers: set[trio.Event] = set()
 
     def __repr__(self) -> str:
@@ -466,8 +465,6 @@ class Partition:
     def notify(self) -> None:
         """Wake every waiter: data, the high watermark or the log start moved,
         or leadership changed."""
-        self._changed.set()
-        self._changed = trio.Event()
         if self._watchers:
             for event in self._watchers:
                 event.set()
@@ -483,4 +480,11 @@ class Partition:
         self._watchers.discard(event)
 
     async def wait_for_change(self) -> None:
-        await self._changed.wait()
+        """Return at the next notify() (the waiter is watching from the call
+        on, before any checkpoint)."""
+        changed = trio.Event()
+        self.watch(changed)
+        try:
+            await changed.wait()
+        finally:
+            self.unwatch(changed)
