@@ -337,13 +337,9 @@ def _check_plain_batch(buf) -> tuple[int, int, int] | None:
 
 
 try:
-    from wire.records._walk import walk_records
-except ImportError:  # the C walk was not built (no compiler): the same walk in Python
+    from wire.records._walk import check_plain_batch, walk_records
+except ImportError:  # the C walk was not built (no compiler): the same checks in Python
     walk_records = _walk_records
-
-try:
-    from wire.records._walk import check_plain_batch
-except ImportError:
     check_plain_batch = _check_plain_batch
 
 
