@@ -11,12 +11,14 @@ import zlib
 import cramjam
 import lz4.frame
 import pytest
+import xxhash
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
 from wire.errors import DecodeError, EncodeError
+from wire.records import compression
 from wire.records.compression import (
     GZIP,
     LZ4,
@@ -211,6 +213,109 @@ def test_lz4_reads_concatenated_and_skippable_frames():
 def test_lz4_reads_kafka_python_output():
     data = mixed_data(100_000)
     assert decompress(LZ4, kafka_codec.lz4_encode(data), len(data)) == data
+
+
+# Frames as the producers write them: Java and librdkafka (64 KiB blocks, no
+# checksums), franz-go (4 MiB blocks, content checksum), and every option.
+LZ4_FRAME_OPTIONS = [
+    {"block_linked": False},
+    {
+        "block_linked": False,
+        "block_size": lz4.frame.BLOCKSIZE_MAX4MB,
+        "content_checksum": True,
+        "store_size": False,
+    },
+    {"block_linked": False, "block_size": lz4.frame.BLOCKSIZE_MAX256KB, "block_checksum": True},
+    {"block_linked": False, "store_size": True, "content_checksum": True, "block_checksum": True},
+    {"block_linked": True, "content_checksum": True},  # the frame decoder's alone
+]
+
+
+def _lz4_by_frame_decoder(packed, max_size):
+    """The reference: the whole frame through cramjam's frame decoder, which
+    is what `decompress` fell back to before it read blocks itself."""
+    view = memoryview(packed)
+    bound, _ = compression._lz4_frames(view)
+    return bytes(
+        compression._decompress_into(LZ4, cramjam.lz4.decompress_into, view, bound, max_size)
+    )
+
+
+def _outcome(fn, *args):
+    try:
+        return bytes(fn(*args))
+    except DecodeError as e:
+        return ("DecodeError", str(e))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(range(len(LZ4_FRAME_OPTIONS))),
+    st.sampled_from([100, 5000, 70_000, 300_000]),
+    st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(0, 255)), max_size=3),
+    st.sampled_from([None, 0, 50, 4999, 69_999, 299_999]),
+    st.booleans(),
+)
+def test_lz4_block_by_block_answers_as_the_frame_decoder(
+    option, size, mutations, limit, incompressible
+):
+    # Incompressible blocks are stored as they are.
+    data = (
+        os.urandom(size)
+        if incompressible
+        else (b"record %d " % size) * (size // 10) + os.urandom(size // 10)
+    )
+    packed = bytearray(lz4.frame.compress(data, **LZ4_FRAME_OPTIONS[option]))
+    for at, value in mutations:
+        packed[at % len(packed)] = value
+    max_size = len(data) if limit is None else limit
+    expected = _outcome(_lz4_by_frame_decoder, bytes(packed), max_size)
+    assert _outcome(decompress, LZ4, bytes(packed), max_size) == expected
+    assert _outcome(decompress_scratch, LZ4, bytes(packed), max_size) == expected
+
+
+@pytest.mark.parametrize(
+    "where", ["header checksum", "block checksum", "content checksum", "content size"]
+)
+def test_lz4_frame_with_a_wrong_checksum_or_size_is_refused(where):
+    data = mixed_data(100_000)
+    options = {"block_checksum": True, "content_checksum": True, "store_size": True}
+    packed = bytearray(lz4.frame.compress(data, block_linked=False, **options))
+    assert packed[4] & 0x20  # independent blocks: read block by block
+    header_end = 7 + 8  # magic, FLG, BD, content size, header checksum
+    if where == "header checksum":
+        packed[header_end - 1] ^= 1
+    elif where == "block checksum":
+        (size,) = struct.unpack_from("<I", packed, header_end)
+        packed[header_end + 4 + (size & 0x7FFFFFFF)] ^= 1
+    elif where == "content checksum":
+        packed[-1] ^= 1
+    else:
+        struct.pack_into("<Q", packed, 6, len(data) - 1)
+        packed[header_end - 1] = (
+            xxhash.xxh32_intdigest(bytes(packed[4 : header_end - 1])) >> 8 & 0xFF
+        )
+    with pytest.raises(DecodeError, match="lz4"):
+        decompress(LZ4, bytes(packed), len(data))
+
+
+def test_franz_go_lz4_frames_are_read_block_by_block(monkeypatch):
+    # franz-go's frames declare 4 MiB blocks: the frame decoder sets up a
+    # buffer that size for each batch, six times the work of the batch.
+    data = b"a record of a batch " * 3000
+    packed = lz4.frame.compress(
+        data,
+        block_linked=False,
+        block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+        content_checksum=True,
+        store_size=False,
+    )
+
+    def frame_decoder(*args):
+        raise AssertionError("the frame decoder ran")
+
+    monkeypatch.setattr(cramjam.lz4, "decompress_into", frame_decoder)
+    assert bytes(decompress_scratch(LZ4, packed, len(data))) == data
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,10 @@ not cover. Every failure -- garbage, truncation, a checksum, too much output --
 is a `DecodeError`.
 
 The codecs themselves are cramjam's (Rust: flate2, snap, lz4, zstd), plus the
-standard library's zlib for writing gzip and for the careful gzip path.
+standard library's zlib for writing gzip and for the careful gzip path. LZ4
+frames of independent blocks are read block by block, their xxHash32
+checksums checked with `xxhash`; anything else LZ4 goes to cramjam's frame
+decoder, which also gives every error.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import zlib
 from typing import Any
 
 import cramjam
+import xxhash
 
 from wire.errors import DecodeError, EncodeError
 
@@ -75,6 +79,7 @@ _SNAPPY_MAX_RATIO = 22
 _DEFLATE_MAX_RATIO = 1032
 
 _U32LE = struct.Struct("<I")
+_U64LE = struct.Struct("<Q")
 _I32BE = struct.Struct(">i")
 
 
@@ -182,11 +187,16 @@ def decompress_buffer(codec: int, data, max_size: int, *, reuse_buffer: bool = F
     if codec == SNAPPY:
         return _snappy_decompress(view, max_size)
     if codec == LZ4:
-        bound, fn = _lz4_bound(view), cramjam.lz4.decompress_into
-    else:
-        bound, fn = _zstd_bound(view), cramjam.zstd.decompress_into
+        bound, frames = _lz4_frames(view)
+        size = min(bound, max_size + 1)
+        out = _scratch_buffer(size) if reuse_buffer else bytearray(size)
+        decoded = _lz4_blocks_into(view, frames, out, max_size)
+        if decoded is not None:
+            return decoded
+        return _decompress_into(codec, cramjam.lz4.decompress_into, view, bound, max_size, out)
+    bound = _zstd_bound(view)
     out = _scratch_buffer(min(bound, max_size + 1)) if reuse_buffer else None
-    return _decompress_into(codec, fn, view, bound, max_size, out)
+    return _decompress_into(codec, cramjam.zstd.decompress_into, view, bound, max_size, out)
 
 
 # Per thread: the buffer `decompress_scratch` decompresses into, kept between calls.
@@ -371,16 +381,19 @@ def _skippable(view: memoryview, pos: int, magic: int, codec: int) -> int | None
     return pos + 8 + size
 
 
-def _lz4_bound(view: memoryview) -> int:
-    """Upper bound of the decompressed size of LZ4 frames, from the block
-    headers: a stored block adds its size; a compressed block of c bytes at
-    most min(block maximum, 255 * c + 64) -- LZ4 cannot expand beyond 255:1,
-    since one byte of match length adds at most 255 bytes of output."""
+def _lz4_frames(view: memoryview) -> tuple[int, list[_Lz4Frame] | None]:
+    """Walk LZ4 frames by their headers: an upper bound of the decompressed
+    size, and the frames for `_lz4_blocks_into` (None when a frame's blocks
+    are linked or need a dictionary: only the frame decoder reads those).
+    A compressed block of c bytes makes at most min(block maximum,
+    255 * c + 64) bytes -- LZ4 cannot expand beyond 255:1, since one byte of
+    match length adds at most 255 bytes of output; a stored block its size."""
     end = len(view)
     if end == 0:
         raise _corrupt(LZ4, "empty input")
     pos = 0
     bound = 0
+    frames: list[_Lz4Frame] | None = []
     while pos < end:
         if end - pos < 7:
             raise _corrupt(LZ4, "truncated frame header")
@@ -399,7 +412,11 @@ def _lz4_bound(view: memoryview) -> int:
         if block_max is None:
             raise _corrupt(LZ4, "bad block maximum size")
         block_checksum = 4 if flg & 0x10 else 0
-        pos += 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        descriptor = pos + 4
+        pos += 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        header_checksum = pos
+        pos += 1
+        blocks = []
         while True:
             if end - pos < 4:
                 raise _corrupt(LZ4, "truncated block header")
@@ -410,15 +427,79 @@ def _lz4_bound(view: memoryview) -> int:
             size = word & 0x7FFFFFFF
             if size > block_max:
                 raise _corrupt(LZ4, f"block of {size} bytes exceeds the maximum {block_max}")
+            blocks.append((pos, size, word >> 31))
             pos += size + block_checksum
             if pos > end:
                 raise _corrupt(LZ4, "block runs past the end")
             bound += size if word & 0x80000000 else min(block_max, 255 * size + 64)
+        content_checksum = -1
         if flg & 0x04:
+            content_checksum = pos
             pos += 4
             if pos > end:
                 raise _corrupt(LZ4, "truncated content checksum")
-    return bound
+        if flg & 0x21 != 0x20:  # linked blocks, or a dictionary
+            frames = None
+        elif frames is not None:
+            frames.append((descriptor, header_checksum, block_max, blocks, content_checksum))
+    return bound, frames
+
+
+# One LZ4 frame, as `_lz4_frames` found it: the positions of its descriptor
+# (FLG) and header checksum byte, its block maximum, its blocks (position of
+# the data, size, stored), the position of its content checksum or -1.
+_Lz4Frame = tuple[int, int, int, list[tuple[int, int, int]], int]
+
+
+def _lz4_blocks_into(view: memoryview, frames, out, max_size: int):
+    """Decode frames of independent blocks one block at a time straight into
+    `out`, checking every checksum the frame carries (as Kafka's reader
+    does); the decoded bytes, or None if anything is amiss -- then the frame
+    decoder runs and gives the answer, so this path decides no error.
+
+    Why: cramjam's frame decoder sets up a buffer of the frame's block
+    maximum for every call. Go producers (franz-go) write 4 MiB blocks, and a
+    64 KiB batch cost 31 us to decode that way against 2 us block by block."""
+    if frames is None:
+        return None
+    out = memoryview(out)
+    limit = min(len(out), max_size)
+    n = 0
+    try:
+        for descriptor, header_checksum, block_max, blocks, content_checksum in frames:
+            flg = view[descriptor]
+            hc = xxhash.xxh32_intdigest(view[descriptor:header_checksum]) >> 8 & 0xFF
+            if view[header_checksum] != hc:
+                return None
+            start = n
+            for pos, size, stored in blocks:
+                data = view[pos : pos + size]
+                if (
+                    flg & 0x10
+                    and xxhash.xxh32_intdigest(data) != _U32LE.unpack_from(view, pos + size)[0]
+                ):
+                    return None
+                if stored:
+                    if n + size > limit:
+                        return None
+                    out[n : n + size] = data
+                    n += size
+                else:
+                    room = min(block_max, limit - n)
+                    n += cramjam.lz4.decompress_block_into(data, out[n : n + room], output_len=room)
+            if flg & 0x08 and _U64LE.unpack_from(view, descriptor + 2)[0] != n - start:
+                return None
+            if (
+                content_checksum >= 0
+                and xxhash.xxh32_intdigest(out[start:n])
+                != _U32LE.unpack_from(view, content_checksum)[0]
+            ):
+                return None
+    except BaseException as e:
+        if not _is_codec_failure(e):
+            raise
+        return None
+    return out[:n]
 
 
 def _zstd_bound(view: memoryview) -> int:
