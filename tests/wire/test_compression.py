@@ -340,6 +340,88 @@ def test_malformed_lz4_raises_decode_error(packed):
 # -- zstd -----------------------------------------------------------------------------
 
 
+def _zstd_by_streaming_decoder(packed, max_size):
+    """The reference: cramjam's streaming decoder, which `decompress` used
+    alone before it decoded single frames in one call."""
+    view = memoryview(packed)
+    bound, _ = compression._zstd_frames(view)
+    return bytes(
+        compression._decompress_into(ZSTD, cramjam.zstd.decompress_into, view, bound, max_size)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([100, 5000, 70_000, 300_000]),
+    st.lists(st.tuples(st.integers(0, 1 << 30), st.integers(0, 255)), max_size=3),
+    st.sampled_from([None, 0, 50, 4999, 69_999, 299_999]),
+    st.sampled_from([b"", b"\x00", b"more", None]),
+)
+def test_zstd_one_shot_answers_as_the_streaming_decoder(
+    content_size, checksum, size, mutations, limit, after
+):
+    data = (b"record %d " % size) * (size // 10) + os.urandom(size // 10)
+    options = {"write_content_size": content_size, "write_checksum": checksum}
+    packed = bytearray(zstandard.ZstdCompressor(**options).compress(data))
+    for at, value in mutations:
+        packed[at % len(packed)] = value
+    # Whatever follows the frame: bytes, or a second frame.
+    packed += zstandard.ZstdCompressor().compress(b"second") if after is None else after
+    max_size = len(data) if limit is None else limit
+    expected = _outcome(_zstd_by_streaming_decoder, bytes(packed), max_size)
+    assert _outcome(decompress, ZSTD, bytes(packed), max_size) == expected
+    assert _outcome(decompress_scratch, ZSTD, bytes(packed), max_size) == expected
+
+
+@pytest.mark.parametrize("content_size", [True, False], ids=["content size", "no content size"])
+def test_a_single_zstd_frame_is_decoded_in_one_call(monkeypatch, content_size):
+    data = b"a record of a batch " * 3000
+    packed = zstandard.ZstdCompressor(write_content_size=content_size).compress(data)
+
+    def streaming_decoder(*args):
+        raise AssertionError("the streaming decoder ran")
+
+    monkeypatch.setattr(cramjam.zstd, "decompress_into", streaming_decoder)
+    assert bytes(decompress_scratch(ZSTD, packed, len(data))) == data
+
+
+@pytest.mark.parametrize("size", [0, 255, 256, 5000, 65_791, 65_792, 300_000, 5 * MIB])
+def test_zstd_walk_reads_the_content_size_a_frame_declares(size):
+    # 1, 2 (plus 256), 4 or 8 bytes, by the size.
+    packed = zstandard.ZstdCompressor().compress(b"z" * size)
+    assert compression._zstd_frames(memoryview(packed))[1] == size
+    bare = zstandard.ZstdCompressor(write_content_size=False).compress(b"z" * size)
+    assert compression._zstd_frames(memoryview(bare))[1] == -1
+
+
+@pytest.mark.parametrize("content_size", [True, False], ids=["content size", "no content size"])
+def test_zstd_frame_one_byte_over_the_limit_is_too_big(content_size):
+    data = mixed_data(70_000)
+    packed = zstandard.ZstdCompressor(write_content_size=content_size).compress(data)
+    assert decompress(ZSTD, packed, len(data)) == data
+    with pytest.raises(DecodeError, match="more than the limit"):
+        decompress(ZSTD, packed, len(data) - 1)
+
+
+def test_a_zstd_frame_declaring_more_than_the_limit_allocates_nothing_of_it():
+    # The content size is only a claim: 1 GiB declared over a 3-byte frame.
+    packed = bytearray(zstandard.ZstdCompressor().compress(b"abc"))
+    fhd = packed[4]
+    assert fhd >> 6 == 0 and fhd & 0x20  # one byte of content size
+    header = bytes([0x28, 0xB5, 0x2F, 0xFD, 0xE0 | (fhd & 0x07)]) + struct.pack("<Q", 1 << 30)
+    packed = header + packed[6:]
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodeError, match="zstd"):
+            decompress(ZSTD, packed, MIB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MIB
+
+
 @pytest.mark.parametrize(
     "options",
     [
