@@ -11,7 +11,8 @@ time index (max timestamp so far, offset of that timestamp's batch). The first
 batch of a segment is never indexed.
 
 Only headers are read (61 bytes per batch, in chunks); records are never
-decoded here. Appends write the caller's bytes once with pwrite.
+decoded here. Appends write the caller's bytes once with pwrite, and every
+`WRITEBACK_BYTES` have the kernel start writing them to disk (writeback.py).
 
 Not thread-safe: the owning LocalLog serializes calls.
 """
@@ -22,6 +23,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 
+from logstore import writeback
 from logstore.config import LogConfig
 from logstore.errors import CorruptIndexError, LogOfflineError, LogStorageError
 from logstore.files import (
@@ -137,6 +139,8 @@ class LogSegment:
         # kept here for a while, across a thousand partitions, made every
         # collection walk them (9% of producing to 1,000 partitions).
         self._recent: dict[int, tuple[int, ...]] = {}
+        # Where the bytes not yet handed to early writeback start (writeback.py).
+        self._writeback_from = size
 
     # --- files --------------------------------------------------------------------
 
@@ -418,6 +422,11 @@ class LogSegment:
         self.bytes_since_last_index_entry = since
         self.size = position + len(data)
         self._next_offset = last.next_offset
+        if self.size - self._writeback_from >= writeback.WRITEBACK_BYTES:
+            writeback.start_writeback(
+                self.file.fd, self._writeback_from, self.size - self._writeback_from
+            )
+            self._writeback_from = self.size
         recent = self._recent
         for rel, h in batches:
             recent[h.base_offset] = (position + rel, *h)
@@ -608,6 +617,7 @@ class LogSegment:
             )
             os.ftruncate(self.file.fd, valid)
         self.size = valid
+        self._writeback_from = min(self._writeback_from, valid)
         self._next_offset = next_offset
         self._recent.clear()
         self._max_timestamp = max_ts
@@ -642,6 +652,7 @@ class LogSegment:
             except OSError as e:
                 raise LogStorageError("truncate", self.log_path, e) from e
             self.size = position
+            self._writeback_from = min(self._writeback_from, position)
             self._next_offset = cut_offset
         self.bytes_since_last_index_entry = 0
         if self.size == 0:
