@@ -51,6 +51,11 @@ class _Writeback:
 
     def __init__(self):
         self._call = _sync_file_range()
+        self._reset()
+        # A child forked from a process whose thread ran has no such thread.
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._requests: queue.SimpleQueue[tuple[int, int, int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()

@@ -83,3 +83,20 @@ def test_records_read_back_unchanged_after_writeback(tmp_path):
     _append_mib(log, 17)
     assert writeback.wait_idle(30)
     assert all_offsets(log) == list(range(log.log_end_offset))
+
+
+def test_a_forked_child_starts_writeback_with_a_thread_of_its_own(tmp_path):
+    if not writeback.available:
+        pytest.fail("sync_file_range is not available: Gregor's broker runs on Linux")
+    path = tmp_path / "data"
+    path.write_bytes(b"x" * MIB)
+    fd = os.open(path, os.O_RDWR)
+    writeback.start_writeback(fd, 0, MIB)  # the parent's thread runs
+    assert writeback.wait_idle(30)
+    pid = os.fork()
+    if pid == 0:  # the child: its requests must be served, not queued forever
+        writeback.start_writeback(fd, 0, MIB)
+        os._exit(0 if writeback.wait_idle(30) else 1)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -520,6 +520,7 @@ def _zstd_frames(view: memoryview) -> tuple[int, int | None]:
     pos = 0
     bound = 0
     frames = 0
+    skippable = False  # input with a skippable frame goes to the streaming decoder
     content_size: int | None = None
     while pos < end:
         if end - pos < 5:
@@ -528,7 +529,7 @@ def _zstd_frames(view: memoryview) -> tuple[int, int | None]:
         nxt = _skippable(view, pos, magic, ZSTD)
         if nxt is not None:
             pos = nxt
-            frames += 2  # read by the streaming decoder only
+            skippable = True
             continue
         frames += 1
         if magic != _ZSTD_MAGIC:
@@ -576,7 +577,7 @@ def _zstd_frames(view: memoryview) -> tuple[int, int | None]:
             pos += 4
             if pos > end:
                 raise _corrupt(ZSTD, "truncated content checksum")
-    return bound, content_size if frames == 1 else None
+    return bound, content_size if frames == 1 and not skippable else None
 
 
 # Per thread: the zstd context of `_zstd_one_shot` (a context serves one
