@@ -56,7 +56,7 @@ class _Writeback:
         os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
-        self._requests: queue.SimpleQueue[tuple[int, int, int] | None] = queue.SimpleQueue()
+        self._requests: queue.SimpleQueue[tuple[int, int, int]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         # Requests taken and not yet done, for `wait_idle` (tests).
@@ -94,10 +94,7 @@ class _Writeback:
         call = self._call
         assert call is not None
         while True:
-            request = self._requests.get()
-            if request is None:
-                return
-            fd, offset, length = request
+            fd, offset, length = self._requests.get()
             try:
                 if call(fd, offset, length, _SYNC_FILE_RANGE_WRITE) != 0:
                     log.debug("sync_file_range: %s", os.strerror(ctypes.get_errno()))
