@@ -155,31 +155,39 @@ def test_txn_offset_commit_v5_adds_the_groups_offsets(gregor):
                 break
             assert time.monotonic() < deadline
             time.sleep(0.1)
-        committed = p.call(
-            ApiKey.TXN_OFFSET_COMMIT,
-            5,
-            transactional_id=p.txn_id,
-            group_id=group,
-            producer_id=p.pid,
-            producer_epoch=p.epoch,
-            generation_id=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                {
-                    "name": topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": 42,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "",
-                        }
-                    ],
-                }
-            ],
-        )
-        assert committed.topics[0].partitions[0].error_code == E.NONE
+        while True:
+            committed = p.call(
+                ApiKey.TXN_OFFSET_COMMIT,
+                5,
+                transactional_id=p.txn_id,
+                group_id=group,
+                producer_id=p.pid,
+                producer_epoch=p.epoch,
+                generation_id=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 42,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                        ],
+                    }
+                ],
+            )
+            error = committed.topics[0].partitions[0].error_code
+            # As in Kafka, the coordinator is found while its partition may
+            # still be loading, and producers retry until it is loaded.
+            if error != E.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert error == E.NONE
         state = p.describe()
         assert sorted(t.topic for t in state.topics) == ["__consumer_offsets", topic]
         p.end(commit=True)
