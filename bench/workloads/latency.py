@@ -1,7 +1,9 @@
 """Workload 5: end-to-end latency, from produce() to the consumer, at a steady load.
 
-Two loads: 10 MB/s (the same on both brokers), and half of the peak the same
-client reached in workload 1 (uncompressed) on this broker this round. The
+Three loads: 10 MB/s and 100 MB/s, the same on both brokers (the issue's
+"equal load"), and half of the peak the same client reached in workload 1
+(uncompressed) on this broker this round, which differs between brokers
+whenever their peaks do. The
 producer (acks=1, linger 5 ms, batch 64 KiB) and the consumer share a process
 and its clock; records sent in the first second are not sampled. Kafka's
 kafka-e2e-latency sends one record at a time, not a load, so the Java family
@@ -17,6 +19,8 @@ from bench.workloads import Context
 
 TITLE = "5 end-to-end latency"
 STEADY = "at 10 MB/s"
+LOADED = "at 100 MB/s"
+EQUAL_LOADS = (STEADY, LOADED)
 HALF_PEAK = "at 50% of peak"
 OFFERED = "offered MB/s"
 ACHIEVED = "achieved MB/s"
@@ -37,7 +41,7 @@ def peak(ctx: Context, family: str) -> float:
 def run(ctx: Context) -> list[Figure]:
     figures = []
     for family in [f for f in ctx.clients if f in E2E_FAMILIES]:
-        for case, mb_s in ((STEADY, 10.0), (HALF_PEAK, peak(ctx, family) / 2)):
+        for case, mb_s in ((STEADY, 10.0), (LOADED, 100.0), (HALF_PEAK, peak(ctx, family) / 2)):
             topic, _ = ctx.create_topic("latency", PARTITIONS)
             rate = max(1, int(mb_s * 1e6 / RECORD_SIZE))
             warmup = min(1.0, ctx.sizes.latency_seconds / 3)
