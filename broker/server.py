@@ -216,6 +216,7 @@ class Broker:
             self._accept_scope = accept_scope
             for name, bound in listeners:
                 nursery.start_soon(self._accept, name, bound, accept_scope)
+            nursery.start_soon(self._close_idle_connections)
             self.logs.start_background(nursery)
             await nursery.start(self.groups.run)
             await nursery.start(self.txns.run)
@@ -243,6 +244,18 @@ class Broker:
             log.exception("connection %s failed", conn.peer)
         finally:
             self._connections.discard(conn)
+
+    async def _close_idle_connections(self) -> None:
+        """Close connections that waited `connections.max.idle.ms` for a
+        request. One sweep for all of them, a tenth of that apart (at most a
+        second): a timer per wait cost each small request a cancel scope."""
+        idle_seconds = self.limits.connections_max_idle_ms / 1000
+        interval = min(max(idle_seconds / 10, 0.005), 1.0)
+        while True:
+            await trio.sleep(interval)
+            now = trio.current_time()
+            for conn in list(self._connections):
+                conn.close_if_idle(now)
 
     async def stop(self) -> None:
         """Graceful stop: no new connections, in-flight requests answered,

@@ -227,3 +227,90 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
 
 def batch_values(records: bytes, pos: int) -> list[bytes | None]:
     return [record.value for record in iter_records(records, pos)]
+
+
+# --- over a real socket: idle connections and a stop ------------------------------------
+
+
+async def _socket_client(broker) -> Client:
+    host, port = broker.bound[0][1:]
+    return Client(await trio.open_tcp_stream(host, port))
+
+
+async def _api_versions(client: Client, correlation_id: int) -> None:
+    await client.stream.send_all(frame(ApiKey.API_VERSIONS, 3, correlation_id, API_VERSIONS_V3))
+    got, response = decode_response(18, 3, await client.receive_frame())
+    assert (got, response.error_code) == (correlation_id, ErrorCode.NONE)
+
+
+def test_an_idle_socket_is_closed_after_the_idle_time_and_not_before(tmp_path):
+    """The broker's idle sweep closes a socket that waited
+    connections.max.idle.ms for a request, counted from its last bytes."""
+
+    async def scenario(broker, _):
+        client = await _socket_client(broker)
+        await _api_versions(client, 1)
+        # Half a request: the wait for the rest counts from these bytes.
+        await client.stream.send_all(struct.pack(">i", 100) + b"\x00\x12")
+        started = trio.current_time()
+        assert await client.receive_frame() is None
+        assert trio.current_time() - started >= 0.3
+
+    run(tmp_path, scenario, **{"connections.max.idle.ms": 300})
+
+
+def test_a_stop_closes_a_waiting_socket_at_once(tmp_path):
+    async def scenario(broker, _):
+        client = await _socket_client(broker)
+        await _api_versions(client, 1)
+        # The default idle time is ten minutes: only the stop can end this wait.
+        with trio.fail_after(5):
+            await broker.stop()
+            assert await client.receive_frame() is None
+
+    run(tmp_path, scenario)
+
+
+def test_a_stop_sends_the_answers_still_queued_before_closing(tmp_path):
+    """Answers larger than the socket takes wait for the writer while the
+    reader waits for more requests; a stop then must not close the socket
+    under the writer: every answer arrives whole, then the end."""
+
+    async def scenario(broker, _):
+        client = await _socket_client(broker)
+
+        async def call(api_key, version, body):
+            await client.stream.send_all(frame(api_key, version, 1, body))
+            return decode_response(api_key, version, await client.receive_frame())[1]
+
+        topic = {
+            "name": "big",
+            "num_partitions": 1,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
+        create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
+        assert (await call(ApiKey.CREATE_TOPICS, 7, create)).topics[0].error_code == 0
+        values = [bytes([i]) * 1000 for i in range(200)]
+        for _ in range(5):  # 1 MB in the partition
+            produced = await call(ApiKey.PRODUCE, 9, produce_body("big", batch(values)))
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        # Four 1 MB answers, unread: the writer holds them, the reader waits.
+        await client.stream.send_all(
+            b"".join(frame(ApiKey.FETCH, 12, 100 + i, fetch_body("big")) for i in range(4))
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(broker.stop)
+            await trio.testing.wait_all_tasks_blocked()
+            for i in range(4):
+                correlation_id, response = decode_response(
+                    ApiKey.FETCH, 12, await client.receive_frame()
+                )
+                assert correlation_id == 100 + i
+                (partition,) = response.responses[0].partitions
+                assert len(bytes(partition.records)) > 1_000_000
+            assert await client.receive_frame() is None
+
+    run(tmp_path, scenario)
