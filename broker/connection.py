@@ -125,18 +125,18 @@ class Connection:
         self._stop_requested = True
         self._wake_waiting_reader()
 
-    def close_if_idle(self, now: float) -> bool:
+    def close_if_idle(self, now: float) -> None:
         """Close the connection when its reader has waited for a request for
-        `connections.max.idle.ms`; True when it did."""
+        `connections.max.idle.ms` (once: the reader may not have run yet
+        when the next sweep comes)."""
         since = self.waiting_since
-        if since is None or self._fd is None:
-            return False
+        if since is None or self._fd is None or self._closed_as_idle:
+            return
         if now - since < self.limits.connections_max_idle_ms / 1000:
-            return False
+            return
         self._closed_as_idle = True
         log.info("closing idle connection %s", self.peer)
         trio.lowlevel.notify_closing(self.stream.socket)  # type: ignore[attr-defined]
-        return True
 
     def _wake_waiting_reader(self) -> None:
         """Stop a reader that waits for the socket, unless answers are still
