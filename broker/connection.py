@@ -169,11 +169,12 @@ class Connection:
         while not self._stop_requested:
             data: bytes | bytearray | None = None
             if self._fd is not None and unyielded < _READS_BETWEEN_YIELDS:
-                # Bytes already there are read at once: trio's receive_some
-                # yields to the scheduler on every call (a task switch and an
-                # epoll round), which a client that keeps requests coming
-                # paid per read. Every few reads the task still yields, so
-                # that one busy client cannot keep the others waiting.
+                # Bytes already there are read at once: waiting for the
+                # socket yields to the scheduler every time (a task switch
+                # and an epoll round), which a client that keeps requests
+                # coming paid per read. Every few reads the task still
+                # waits, so that one busy client cannot keep the others
+                # waiting.
                 try:
                     data = os.read(self._fd, _RECEIVE_SIZE)
                     unyielded += 1
