@@ -50,6 +50,36 @@ class Client:
                 return None
             self.buffer += chunk
 
+    async def call(self, api_key: int, version: int, body: dict):
+        """Send one request and decode its answer (nothing else in flight)."""
+        await self.stream.send_all(frame(api_key, version, 1, body))
+        return decode_response(api_key, version, await self.receive_frame())[1]
+
+
+async def _socket_client(broker) -> Client:
+    host, port = broker.bound[0][1:]
+    return Client(await trio.open_tcp_stream(host, port))
+
+
+async def _topic_with_1mb(client: Client, name: str, partitions: int) -> list[bytes]:
+    """Create the topic and produce 1 MB into its partition 0: five batches
+    of these 200 values, which the function returns."""
+    topic = {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
+    created = await client.call(ApiKey.CREATE_TOPICS, 7, create)
+    assert created.topics[0].error_code == ErrorCode.NONE
+    values = [bytes([i]) * 1000 for i in range(200)]
+    for _ in range(5):
+        produced = await client.call(ApiKey.PRODUCE, 9, produce_body(name, batch(values)))
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    return values
+
 
 def run(tmp_path, scenario, **overrides):
     trio.run(with_connection, tmp_path, scenario, overrides)
@@ -159,28 +189,8 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
     answers carry the log's bytes as file ranges (sendfile)."""
 
     async def scenario(broker, _):
-        host, port = broker.bound[0][1:]
-        stream = await trio.open_tcp_stream(host, port)
-        client = Client(stream)
-
-        async def call(api_key, version, body):
-            await stream.send_all(frame(api_key, version, 1, body))
-            return decode_response(api_key, version, await client.receive_frame())[1]
-
-        topic = {
-            "name": "wide",
-            "num_partitions": 200,
-            "replication_factor": 1,
-            "assignments": [],
-            "configs": [],
-        }
-        create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
-        created = await call(ApiKey.CREATE_TOPICS, 7, create)
-        assert created.topics[0].error_code == ErrorCode.NONE
-        values = [bytes([i]) * 1000 for i in range(200)]
-        for _ in range(5):  # 1 MB in partition 0
-            produced = await call(ApiKey.PRODUCE, 9, produce_body("wide", batch(values)))
-            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        client = await _socket_client(broker)
+        values = await _topic_with_1mb(client, "wide", 200)
         metadata = {
             "topics": [{"name": "wide"}],
             "allow_auto_topic_creation": False,
@@ -196,7 +206,7 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
                 else frame(ApiKey.METADATA, 12, 100 + i, metadata)
                 for i in range(100)
             ]
-            await stream.send_all(b"".join(requests))
+            await client.stream.send_all(b"".join(requests))
             fetched = []
             for i in range(100):
                 if i in fetches:
@@ -217,10 +227,10 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
                 assert [
                     v for pos, _ in iter_batches(records) for v in batch_values(records, pos)
                 ] == (values * 5)
-        await stream.send_all(frame(ApiKey.API_VERSIONS, 3, 1000, API_VERSIONS_V3))
+        await client.stream.send_all(frame(ApiKey.API_VERSIONS, 3, 1000, API_VERSIONS_V3))
         correlation_id, response = decode_response(18, 3, await client.receive_frame())
         assert (correlation_id, response.error_code) == (1000, ErrorCode.NONE)
-        await stream.aclose()
+        await client.stream.aclose()
 
     run(tmp_path, scenario)
 
@@ -230,11 +240,6 @@ def batch_values(records: bytes, pos: int) -> list[bytes | None]:
 
 
 # --- over a real socket: idle connections and a stop ------------------------------------
-
-
-async def _socket_client(broker) -> Client:
-    host, port = broker.bound[0][1:]
-    return Client(await trio.open_tcp_stream(host, port))
 
 
 async def _api_versions(client: Client, correlation_id: int) -> None:
@@ -278,24 +283,7 @@ def test_a_stop_sends_the_answers_still_queued_before_closing(tmp_path):
 
     async def scenario(broker, _):
         client = await _socket_client(broker)
-
-        async def call(api_key, version, body):
-            await client.stream.send_all(frame(api_key, version, 1, body))
-            return decode_response(api_key, version, await client.receive_frame())[1]
-
-        topic = {
-            "name": "big",
-            "num_partitions": 1,
-            "replication_factor": 1,
-            "assignments": [],
-            "configs": [],
-        }
-        create = {"topics": [topic], "timeout_ms": 30000, "validate_only": False}
-        assert (await call(ApiKey.CREATE_TOPICS, 7, create)).topics[0].error_code == 0
-        values = [bytes([i]) * 1000 for i in range(200)]
-        for _ in range(5):  # 1 MB in the partition
-            produced = await call(ApiKey.PRODUCE, 9, produce_body("big", batch(values)))
-            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        await _topic_with_1mb(client, "big", 1)
         # Four 1 MB answers, unread: the writer holds them, the reader waits.
         await client.stream.send_all(
             b"".join(frame(ApiKey.FETCH, 12, 100 + i, fetch_body("big")) for i in range(4))
