@@ -14,6 +14,7 @@ import time
 import pytest
 from compatlib.transactions import read_isolated, values
 
+from tests.integration.clients import wait_until
 from tests.support import raw
 from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
@@ -148,14 +149,16 @@ def test_txn_offset_commit_v5_adds_the_groups_offsets(gregor):
     with raw.RawClient(gregor.bootstrap) as client:
         p = V2Producer(client, "offsets-" + topic)
         assert p.produce(topic, 0, b"out") == E.NONE
-        deadline = time.monotonic() + DEADLINE_S
-        while True:  # the group's coordinator loads its partition first
-            found = p.call(ApiKey.FIND_COORDINATOR, 1, key=group, key_type=0)
-            if found.error_code == 0:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        while True:
+        wait_until(
+            lambda: p.call(ApiKey.FIND_COORDINATOR, 1, key=group, key_type=0).error_code == 0,
+            "the group's coordinator",
+            DEADLINE_S,
+        )
+
+        def commit_offset():
+            """The partition's answer, or None while the offsets partition
+            loads: as in Kafka, the coordinator is found while its partition
+            may still be loading, and producers retry until it is loaded."""
             committed = p.call(
                 ApiKey.TXN_OFFSET_COMMIT,
                 5,
@@ -180,19 +183,16 @@ def test_txn_offset_commit_v5_adds_the_groups_offsets(gregor):
                     }
                 ],
             )
-            error = committed.topics[0].partitions[0].error_code
-            # As in Kafka, the coordinator is found while its partition may
-            # still be loading, and producers retry until it is loaded.
-            if error != E.COORDINATOR_LOAD_IN_PROGRESS:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        assert error == E.NONE
+            partition = committed.topics[0].partitions[0]
+            return None if partition.error_code == E.COORDINATOR_LOAD_IN_PROGRESS else partition
+
+        committed = wait_until(commit_offset, "the offsets partition to load", DEADLINE_S)
+        assert committed.error_code == E.NONE
         state = p.describe()
         assert sorted(t.topic for t in state.topics) == ["__consumer_offsets", topic]
         p.end(commit=True)
-        deadline = time.monotonic() + DEADLINE_S
-        while True:  # visible once the marker reached the offsets partition
+
+        def offset_visible():
             fetched = p.call(
                 ApiKey.OFFSET_FETCH,
                 7,
@@ -201,8 +201,8 @@ def test_txn_offset_commit_v5_adds_the_groups_offsets(gregor):
                 require_stable=True,
             )
             partition = fetched.topics[0].partitions[0]
-            if partition.error_code == 0 and partition.committed_offset == 42:
-                break
             assert partition.error_code in (0, E.UNSTABLE_OFFSET_COMMIT), partition
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+            return partition.error_code == 0 and partition.committed_offset == 42
+
+        # Visible once the marker reached the offsets partition.
+        wait_until(offset_visible, "the committed offset", DEADLINE_S, step=0.05)
