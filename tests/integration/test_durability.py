@@ -330,9 +330,20 @@ def test_kafka_dump_log_segments_reads_gregors_segments_indexes_and_snapshots(gr
         }
     )
     expected = []  # (offset, key, value, header keys)
+    # Each record carries its own millisecond: the time index gains an entry only
+    # when the largest timestamp grows, and a fast broker takes several batches
+    # within one millisecond of the wall clock.
+    first_ms = int(time.time() * 1000) - 60_000
     for i in range(200):
         key, value = f"k{i}".encode(), f"value-{i}-".encode() + b"x" * 100
-        producer.produce(topic, key=key, value=value, headers=[("h", b"1")], partition=0)
+        producer.produce(
+            topic,
+            key=key,
+            value=value,
+            headers=[("h", b"1")],
+            partition=0,
+            timestamp=first_ms + i,
+        )
         expected.append((i, key.decode(), value.decode(), "h"))
         if i % 20 == 19:
             producer.flush(TIMEOUT)
