@@ -174,6 +174,8 @@ class _Index:
         if entries is None:
             entries = store.capacity // self.ENTRY_SIZE
         self._entries = entries
+        # Kept, not derived: every append asks whether the index is full.
+        self._max_entries = store.capacity // self.ENTRY_SIZE
 
     @property
     def path(self) -> str | None:
@@ -185,7 +187,7 @@ class _Index:
 
     @property
     def max_entries(self) -> int:
-        return self._store.capacity // self.ENTRY_SIZE
+        return self._max_entries
 
     @property
     def size_bytes(self) -> int:
@@ -206,11 +208,17 @@ class _Index:
         """Set the file to `nbytes` rounded down to whole entries (never below
         the entries in use)."""
         nbytes = max(nbytes - nbytes % self.ENTRY_SIZE, self._entries * self.ENTRY_SIZE)
-        self._store.resize(nbytes)
+        self._resize_store(nbytes)
 
     def trim(self) -> None:
         """Cut the preallocated tail: the file becomes exactly its entries."""
-        self._store.resize(self._entries * self.ENTRY_SIZE)
+        self._resize_store(self._entries * self.ENTRY_SIZE)
+
+    def _resize_store(self, nbytes: int) -> None:
+        try:
+            self._store.resize(nbytes)
+        finally:
+            self._max_entries = self._store.capacity // self.ENTRY_SIZE
 
     def truncate_to_entries(self, n: int) -> None:
         self._entries = max(0, min(n, self._entries))
@@ -254,7 +262,7 @@ class OffsetIndex(_Index):
 
     @property
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries
+        return self._entries >= self._max_entries
 
     @property
     def last_offset(self) -> int:
@@ -348,7 +356,7 @@ class TimeIndex(_Index):
     @property
     def is_full(self) -> bool:
         # The last slot stays free for the entry written when the segment rolls.
-        return self._entries >= self.max_entries - 1
+        return self._entries >= self._max_entries - 1
 
     @property
     def last_entry(self) -> TimestampOffset:
@@ -370,7 +378,7 @@ class TimeIndex(_Index):
         Returns whether an entry was written."""
         if timestamp <= self._last_entry.timestamp:
             return False
-        if self._entries >= self.max_entries or (not skip_full_check and self.is_full):
+        if self._entries >= self._max_entries or (not skip_full_check and self.is_full):
             raise ValueError(f"time index {self.path} is full ({self._entries} entries)")
         if self._entries and offset < self._last_entry.offset:
             raise ValueError(
