@@ -111,6 +111,7 @@ def run_round(
     errors: list[dict] = []
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
     broker = BenchBroker(name, workdir, quick=smoke)
+    ctx: Context | None = None
     try:
         accepted, answered = broker.start()
         log(f"started: {accepted * 1000:.0f} ms to accept, {answered * 1000:.0f} ms to answer")
@@ -151,6 +152,8 @@ def run_round(
         errors.append({"broker": name, "round": round_no, "workload": "start", "error": str(exc)})
         log(f"FAILED: {exc}")
     finally:
+        if ctx is not None:
+            ctx.drop_admin()
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return rows, errors

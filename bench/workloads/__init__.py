@@ -128,6 +128,11 @@ class Context:
             self._admin = (pid, AdminClient({"bootstrap.servers": self.bootstrap}))
         return self._admin[1]
 
+    def drop_admin(self) -> None:
+        """Close the admin client before its broker stops: left open, librdkafka
+        keeps reconnecting to the stopped broker and logs each refusal."""
+        self._admin = None
+
     def create_topic(
         self, prefix: str, partitions: int = 6, warm: bool = True
     ) -> tuple[str, float]:

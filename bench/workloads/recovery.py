@@ -55,6 +55,7 @@ def recover(ctx: Context) -> list[Figure]:
     before = high_watermarks(ctx.bootstrap, topic, 30)
     if before is None or sum(before) != records + PARTITIONS:  # and create_topic's records
         raise RuntimeError(f"high watermarks {before} before the kill, {records} records sent")
+    ctx.drop_admin()
     ctx.broker.kill()
     accepted, answered = ctx.broker.start(again=True)
     spawned = ctx.broker.node.spawned_at
