@@ -140,12 +140,15 @@ def run_round(
                     {"broker": name, "round": round_no, "workload": workload.name, "error": text}
                 )
                 log(f"  FAILED: {text}")
-                if not broker.alive():
-                    code = broker.exit_code()
-                    errors[-1]["error"] += f" (the broker exited: {code})"
-                    log(f"  the broker exited ({code}); its log ends:\n{broker.log_tail()}")
-                    break
-                continue
+                if broker.alive():
+                    # What the broker said around the failure, before its
+                    # folder (and log) goes at the end of the round.
+                    log(f"  the broker's log ends:\n{broker.log_tail()}")
+                    continue
+                code = broker.exit_code()
+                errors[-1]["error"] += f" (the broker exited: {code})"
+                log(f"  the broker exited ({code}); its log ends:\n{broker.log_tail()}")
+                break
             rows += [{**f.to_json(), "broker": name, "round": round_no} for f in figures]
             log(f"  ({time.monotonic() - t0:.0f} s)")
     except BrokerError as exc:

@@ -329,6 +329,18 @@ def _close_all(consumers) -> int:
     return sum(t.is_alive() for t in threads)
 
 
+# What librdkafka's statistics say of a partition the e2e consumer fell short on.
+_PARTITION_STATS = (
+    "fetch_state",
+    "next_offset",
+    "app_offset",
+    "hi_offset",
+    "fetchq_cnt",
+    "fetchq_size",
+    "rxmsgs",
+)
+
+
 def run_e2e(args) -> dict:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -344,11 +356,21 @@ def run_e2e(args) -> dict:
     config["delivery.report.only.error"] = True
     producer = Producer(config)
     md = producer.list_topics(args.topic, timeout=30).topics[args.topic]
+    # The consumer's last statistics: when records go missing, librdkafka's
+    # own view of each partition (what it fetched, what it holds queued)
+    # tells a broker that did not serve them from a client that did not ask.
+    consumer_stats: dict = {}
+
+    def keep_stats(text: str) -> None:
+        consumer_stats["last"] = json.loads(text)
+
     consumer = Consumer(
         {
             "bootstrap.servers": args.brokers,
             "group.id": f"bench-e2e-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": False,
+            "statistics.interval.ms": STATS_MS,
+            "stats_cb": keep_stats,
         }
     )
     consumer.assign([TopicPartition(args.topic, p, 0) for p in md.partitions])
@@ -401,9 +423,15 @@ def run_e2e(args) -> dict:
     shortfall = ""
     if received[0] < sent:
         ends = []
+        seen = consumer_stats.get("last", {}).get("topics", {}).get(args.topic, {})
         for p in sorted(md.partitions):
             _, high = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=10)
-            ends.append(f"{p}: high watermark {high}, consumed to {consumed_to.get(p, 0)}")
+            client = seen.get("partitions", {}).get(str(p), {})
+            view = ", ".join(f"{k} {client.get(k)}" for k in _PARTITION_STATS if k in client)
+            ends.append(
+                f"{p}: high watermark {high}, consumed to {consumed_to.get(p, 0)}"
+                + (f" (librdkafka: {view})" if view else "")
+            )
         shortfall = (
             f"; {undelivered} undelivered after flush, {len(failed)} failed {failed[:3]}; "
             + "; ".join(ends)
