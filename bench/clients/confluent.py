@@ -31,7 +31,7 @@ STATS_MS = 500
 # into a one-second stall of the client, whichever broker it read from: one
 # consumer's figure ranged 332-862 MB/s on Gregor and 258-482 on Kafka in one
 # run, and reading from two Gregor processes at once (bench/processes.py, N=2)
-# gave 118 MB/s, against 627 with this setting. Ten milliseconds keeps the
+# gave 118 MB/s in one round, against 627 with this setting. Ten ms keeps the
 # queue bounded and lets the figure measure the broker; both brokers get the
 # same setting.
 QUEUE_FULL_BACKOFF_MS = 10

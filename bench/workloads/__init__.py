@@ -129,8 +129,8 @@ class Context:
         return self._admin[1]
 
     def drop_admin(self) -> None:
-        """Close the admin client before its broker stops: left open, librdkafka
-        keeps reconnecting to the stopped broker and logs each refusal."""
+        """Let go of the admin client (librdkafka destroys it) before its broker
+        stops: kept, it reconnects to the stopped broker and logs each refusal."""
         self._admin = None
 
     def create_topic(
