@@ -46,18 +46,19 @@ def wait_for_full_isr(admin, name: str, partitions: int, replicas: int) -> None:
 
 
 def partitions_of(admin, name: str):
-    topic = admin.list_topics(name, timeout=10).topics[name]
+    """The topic's partitions by index; none while the cluster cannot say (the
+    topic has an error, or the Metadata request timed out, as it did on Kafka
+    with a broker just killed), which every wait below takes as "not yet"."""
+    try:
+        topic = admin.list_topics(name, timeout=10).topics[name]
+    except KafkaException:
+        return {}
     return topic.partitions if topic.error is None else {}
 
 
-def isr_of_first_partition(admin, name: str) -> list[int]:
-    """Partition 0's in-sync replicas; none while the cluster cannot say: with
-    a broker just killed, a Metadata request can time out (it did on Kafka)."""
-    try:
-        partitions = partitions_of(admin, name)
-    except KafkaException:
-        return []
-    return list(partitions[0].isrs) if 0 in partitions else []
+def first_partition(admin, name: str):
+    """Partition 0's metadata, or None while the cluster cannot say."""
+    return partitions_of(admin, name).get(0)
 
 
 @pytest.mark.api("CreateTopics", "Metadata", "DescribeCluster", "replication")
@@ -120,7 +121,10 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
     assert failed == []
     assert sorted(acked) == list(range(total))  # each once, in order of sending
     wait_until(
-        lambda: partitions_of(cluster_admin, topic)[0].leader not in (leader, -1),
+        lambda: (
+            (p := first_partition(cluster_admin, topic)) is not None
+            and p.leader not in (leader, -1)
+        ),
         timeout=60,
         message="for a new leader",
     )
@@ -129,7 +133,7 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
     assert [m.value() for m in read] == [b"%d" % i for i in range(total)]
     # The restarted broker catches up and is back in the ISR.
     wait_until(
-        lambda: leader in partitions_of(cluster_admin, topic)[0].isrs,
+        lambda: (p := first_partition(cluster_admin, topic)) is not None and leader in p.isrs,
         timeout=60,
         message="for the ISR to grow back",
     )
@@ -148,8 +152,8 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     # The leader drops it from the ISR once its session ends.
     wait_until(
         lambda: (
-            sorted(isr_of_first_partition(cluster_admin, topic))
-            == sorted(n for n in cluster.nodes if n != follower)
+            (p := first_partition(cluster_admin, topic)) is not None
+            and sorted(p.isrs) == sorted(n for n in cluster.nodes if n != follower)
         ),
         timeout=60,
         message="for the ISR to shrink",
@@ -176,7 +180,7 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     assert produce("1") == [None]
     cluster.restart(follower)
     wait_until(
-        lambda: len(isr_of_first_partition(cluster_admin, topic)) == 3,
+        lambda: (p := first_partition(cluster_admin, topic)) is not None and len(p.isrs) == 3,
         timeout=60,
         message="for the ISR to grow back",
     )
