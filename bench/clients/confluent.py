@@ -89,14 +89,16 @@ def e2e(bootstrap: str, spec, timeout: float):
 
 
 class Stats:
-    """The requests librdkafka sent, from its periodic statistics."""
+    """The requests librdkafka sent, from its periodic statistics, and the
+    last statistics whole."""
 
     def __init__(self):
         self.requests = 0
         self.updates = 0
+        self.last: dict = {}
 
     def __call__(self, text: str) -> None:
-        stats = json.loads(text)
+        stats = self.last = json.loads(text)
         self.requests = sum(b.get("tx", 0) for b in stats.get("brokers", {}).values())
         self.updates += 1
 
@@ -356,21 +358,17 @@ def run_e2e(args) -> dict:
     config["delivery.report.only.error"] = True
     producer = Producer(config)
     md = producer.list_topics(args.topic, timeout=30).topics[args.topic]
-    # The consumer's last statistics: when records go missing, librdkafka's
-    # own view of each partition (what it fetched, what it holds queued)
-    # tells a broker that did not serve them from a client that did not ask.
-    consumer_stats: dict = {}
-
-    def keep_stats(text: str) -> None:
-        consumer_stats["last"] = json.loads(text)
-
+    # The consumer's statistics: when records go missing, librdkafka's own
+    # view of each partition (what it fetched, what it holds queued) tells a
+    # broker that did not serve them from a client that did not ask.
+    consumer_stats = Stats()
     consumer = Consumer(
         {
             "bootstrap.servers": args.brokers,
             "group.id": f"bench-e2e-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": False,
             "statistics.interval.ms": STATS_MS,
-            "stats_cb": keep_stats,
+            "stats_cb": consumer_stats,
         }
     )
     consumer.assign([TopicPartition(args.topic, p, 0) for p in md.partitions])
@@ -423,7 +421,7 @@ def run_e2e(args) -> dict:
     shortfall = ""
     if received[0] < sent:
         ends = []
-        seen = consumer_stats.get("last", {}).get("topics", {}).get(args.topic, {})
+        seen = consumer_stats.last.get("topics", {}).get(args.topic, {})
         for p in sorted(md.partitions):
             _, high = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=10)
             client = seen.get("partitions", {}).get(str(p), {})
