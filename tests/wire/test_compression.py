@@ -367,7 +367,7 @@ def _zstd_by_streaming_decoder(packed, max_size):
 def test_a_zstd_frame_whose_size_field_says_empty_but_holds_data_is_corrupt():
     # Found by the property below in CI: zstandard's one-shot call answers a
     # frame declaring content size 0 with nothing, without reading its
-    # blocks; the records in them would have silently become none.
+    # blocks, where the reference decoder reports the size as incorrect.
     data = b"record 100 " * 10
     packed = bytearray(zstandard.ZstdCompressor(write_content_size=True).compress(data))
     assert packed[4] & 0x20  # single segment: the content size is the byte after

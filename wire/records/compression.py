@@ -593,8 +593,8 @@ def _zstd_one_shot(view: memoryview, content_size: int | None, size: int, max_si
     error. Why: cramjam's streaming decoder took 9.6 us for a 64 KiB batch,
     zstandard's one-shot decompression 4-5. A frame declaring no content
     (size 0) goes to the streaming decoder too: zstandard answers it with
-    nothing without reading its blocks, so a corrupt size field would turn
-    a batch's records into none instead of an error."""
+    nothing without reading its blocks, where a corrupt size field must be
+    the streaming decoder's error."""
     if content_size is None or content_size == 0 or content_size > max_size:
         return None
     decompressor = getattr(_zstd, "decompressor", None)
