@@ -50,6 +50,7 @@ from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.records import (
     BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
     CRC_COVERED_FROM,
     DEFAULT_MAX_UNCOMPRESSED,
     LOG_OVERHEAD,
@@ -63,6 +64,7 @@ from wire.records import (
     batch_attributes,
     batch_payload,
     batch_size_at,
+    check_compressed_batch,
     check_plain_batch,
     check_records,
     compute_crc,
@@ -196,20 +198,24 @@ def _before_append(code: ErrorCode) -> RecordsError:
 # --- stages 2 and 3 at once, for the common batch -------------------------------------
 
 
-def validate_plain_batch(records, limits: TopicLimits, now_ms: int):
-    """The common batch (one whole uncompressed CreateTime batch and nothing
-    after it, on a topic that is not compacted) checked in one go: the bytes
-    to append, as `check_single_batch` and then `validate_records` would
-    return them. None when the batch is of another kind or fails any check:
-    the caller then runs those two, which answer as Kafka does, in Kafka's
-    order. `check_plain_batch` is C where it was built; the few microseconds
-    of Python checks it replaces were the largest part of a partition's
-    produce time."""
+def validate_common_batch(records, limits: TopicLimits, now_ms: int, api_version: int):
+    """The common batch (one whole CreateTime batch, uncompressed or
+    compressed, and nothing after it, on a topic that is not compacted)
+    checked in one go: the bytes to append, as `check_single_batch` and then
+    `validate_records` would return them. None when the batch is of another
+    kind or fails any check: the caller then runs those two, which answer as
+    Kafka does, in Kafka's order. `check_plain_batch` is C where it was
+    built; the few microseconds of Python checks it replaces were the
+    largest part of a partition's produce time."""
     if limits.compacted or records is None:
         return None
     found = check_plain_batch(records)
     if found is None:
-        return None
+        found = check_compressed_batch(records)
+        if found is None or (
+            api_version < 7 and batch_attributes(records) & COMPRESSION_MASK == ZSTD
+        ):
+            return None
     crc, header_max_timestamp, max_timestamp = found
     batch = memoryview(records)
     size = len(batch)

@@ -33,7 +33,7 @@ from logstore.log_validator import (
     RecordsError,
     check_single_batch,
     first_batch_is_transactional,
-    validate_plain_batch,
+    validate_common_batch,
     validate_records,
 )
 from wire.api_keys import ApiKey
@@ -194,7 +194,7 @@ class ProduceHandler:
         # Kafka's stages, each where Kafka answers its errors.
         validated = None
         if ctx.api_version >= 3:
-            validated = validate_plain_batch(records, limits, now)
+            validated = validate_common_batch(records, limits, now, ctx.api_version)
             if validated is None:
                 try:
                     size = check_single_batch(records, ctx.api_version)

@@ -14,11 +14,15 @@ from logstore.log_validator import (
     RecordsError,
     TopicLimits,
     check_single_batch,
-    validate_plain_batch,
+    validate_common_batch,
     validate_records,
 )
+from wire.error_codes import ErrorCode
 from wire.records import (
+    GZIP,
     LZ4,
+    SNAPPY,
+    ZSTD,
     Record,
     RecordInput,
     build_batch,
@@ -81,10 +85,10 @@ def test_log_append_time_topics_stamp_records_without_timestamps():
 # --- the common batch checked at once, against the staged checks ------------------------
 
 
-def staged(batch: bytearray, limits: TopicLimits):
+def staged(batch: bytearray, limits: TopicLimits, api_version: int = 9):
     """What the produce path stores by Kafka's stages, or the error it answers."""
     try:
-        size = check_single_batch(batch, 9)
+        size = check_single_batch(batch, api_version)
         return bytes(validate_records(batch[:size], limits, "t-0", now_ms=NOW))
     except RecordsError as e:
         return e.code
@@ -94,10 +98,27 @@ def test_a_producers_common_batch_takes_the_plain_path_and_stores_the_same():
     records = [RecordInput(None, b"a", (), NOW - 5), RecordInput(b"k", b"b", (), NOW - 1)]
     batch = bytearray(build_batch(records, max_timestamp=0))
     expected = staged(bytearray(batch), LIMITS)
-    out = validate_plain_batch(batch, LIMITS, NOW)
+    out = validate_common_batch(batch, LIMITS, NOW, 9)
     assert out is not None, "the common batch must not need the staged checks"
     assert bytes(out) == expected
     assert read_batch_header(out, 0).max_timestamp == NOW - 1
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_a_compressed_common_batch_takes_the_one_pass_path_and_stores_the_same(codec):
+    records = [RecordInput(None, b"a" * 100, (), NOW - 5), RecordInput(b"k", b"b", (), NOW - 1)]
+    batch = bytearray(build_batch(records, compression=codec, max_timestamp=0))
+    expected = staged(bytearray(batch), LIMITS)
+    out = validate_common_batch(batch, LIMITS, NOW, 9)
+    assert out is not None, "a compressed common batch must not need the staged checks"
+    assert bytes(out) == expected
+    assert read_batch_header(out, 0).max_timestamp == NOW - 1
+
+
+def test_zstd_before_produce_v7_is_left_to_the_staged_checks():
+    batch = bytearray(build_batch([RecordInput(None, b"a", (), NOW)], compression=ZSTD))
+    assert validate_common_batch(batch, LIMITS, NOW, 6) is None
+    assert staged(batch, LIMITS, 6) == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 timestamps_near_now = st.one_of(st.just(-1), st.integers(NOW - 10**7, NOW + 10**7))
@@ -134,16 +155,31 @@ limits_variants = st.builds(
         max_size=6,
     ),
     limits_variants,
-    st.sampled_from([{}, {}, {"compression": LZ4}, {"max_timestamp": 0}, {"timestamp_type": 1}]),
+    st.sampled_from(
+        [
+            {},
+            {},
+            {"compression": GZIP},
+            {"compression": SNAPPY},
+            {"compression": LZ4},
+            {"compression": ZSTD},
+            {"compression": LZ4, "max_timestamp": 0},
+            {"max_timestamp": 0},
+            {"timestamp_type": 1},
+        ]
+    ),
+    st.sampled_from([9, 9, 6]),
     st.data(),
 )
-def test_the_plain_path_stores_what_the_staged_checks_store(records, limits, fields, data):
+def test_the_one_pass_path_stores_what_the_staged_checks_store(
+    records, limits, fields, api_version, data
+):
     batch = bytearray(build_batch(records, **fields))
     if data.draw(st.booleans()):
         pos = data.draw(st.integers(0, len(batch) - 1))
         batch[pos] = data.draw(st.integers(0, 255))
     batch += data.draw(st.sampled_from([b"", b"", b"\x00\x00"]))
-    expected = staged(bytearray(batch), limits)
-    out = validate_plain_batch(batch, limits, NOW)
+    expected = staged(bytearray(batch), limits, api_version)
+    out = validate_common_batch(batch, limits, NOW, api_version)
     if out is not None:
         assert bytes(out) == expected

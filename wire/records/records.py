@@ -343,6 +343,50 @@ except ImportError:  # the C walk was not built (no compiler): the same checks i
     check_plain_batch = _check_plain_batch
 
 
+def check_compressed_batch(
+    buf, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+) -> tuple[int, int, int] | None:
+    """`check_plain_batch` for a compressed batch: `buf` is one whole
+    CreateTime magic 2 batch and nothing else, compressed with a codec
+    Gregor reads, at base offset 0, not a control batch, with a header Kafka
+    accepts, whose records section decompresses (within `max_uncompressed`)
+    to records `check_records` accepts. Returns what `check_plain_batch`
+    returns (the CRC as stored, for the caller to compare); None for anything
+    else, valid or not, for the caller's checks field by field.
+
+    Why: the staged checks read the header three times and the frame twice
+    over; with six 64 KiB batches a request (franz-go's Produce) that was a
+    tenth of a partition's produce time. The records are decompressed into
+    this thread's scratch buffer and nothing of them is kept."""
+    view = memoryview(buf).cast("B")
+    if len(view) < BATCH_HEADER_SIZE:
+        return None
+    h = peek_batch_header(view)
+    codec = h.attributes & COMPRESSION_MASK
+    if (
+        codec == NONE
+        or codec not in CODEC_NAMES
+        or h.magic != MAGIC_V2
+        or LOG_OVERHEAD + h.batch_length != len(view)
+        or h.base_offset != 0
+        or h.attributes & (TIMESTAMP_TYPE_MASK | CONTROL_MASK)
+        or h.records_count <= 0
+        or h.last_offset_delta + 1 != h.records_count
+        or (h.producer_id >= 0 and h.base_sequence < 0)
+    ):
+        return None
+    try:
+        section = decompress_scratch(codec, view[BATCH_HEADER_SIZE:], max_uncompressed)
+    except DecodeError:
+        return None
+    if h.records_count * MIN_RECORD_SIZE > len(section):
+        return None
+    problem, max_timestamp = walk_records(section, h.records_count, h.base_timestamp)
+    if problem is not None:
+        return None
+    return h.crc, h.max_timestamp, max_timestamp
+
+
 def iter_records_section(section, count: int) -> Iterator[Record]:
     """Decode `count` records from an uncompressed records section (the bytes
     after the header, decompressed), checking `count` against its size first."""
