@@ -314,6 +314,21 @@ def _check_plain_batch(buf) -> tuple[int, int, int] | None:
     caller then checks it field by field, as before, for Kafka's answer.
     The reference for `_walk.c`'s check_plain_batch and its fallback."""
     view = memoryview(buf).cast("B")
+    h = _producer_header(view)
+    if (
+        h is None
+        or h.attributes & COMPRESSION_MASK
+        or h.records_count * MIN_RECORD_SIZE > len(view) - BATCH_HEADER_SIZE
+    ):
+        return None
+    return _walked(h, view[BATCH_HEADER_SIZE:])
+
+
+def _producer_header(view: memoryview) -> BatchHeader | None:
+    """The header of `view` when it is one whole CreateTime magic 2 batch and
+    nothing else, at base offset 0, not a control batch, with a header Kafka
+    accepts (LogValidator.validateBatch: records count = last offset delta +
+    1 > 0, a base sequence for a producer id); else None."""
     if len(view) < BATCH_HEADER_SIZE:
         return None
     h = peek_batch_header(view)
@@ -321,16 +336,19 @@ def _check_plain_batch(buf) -> tuple[int, int, int] | None:
         h.magic != MAGIC_V2
         or LOG_OVERHEAD + h.batch_length != len(view)
         or h.base_offset != 0
-        or h.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK | CONTROL_MASK)
+        or h.attributes & (TIMESTAMP_TYPE_MASK | CONTROL_MASK)
         or h.records_count <= 0
         or h.last_offset_delta + 1 != h.records_count
         or (h.producer_id >= 0 and h.base_sequence < 0)
-        or h.records_count * MIN_RECORD_SIZE > len(view) - BATCH_HEADER_SIZE
     ):
         return None
-    problem, max_timestamp = walk_records(
-        view[BATCH_HEADER_SIZE:], h.records_count, h.base_timestamp
-    )
+    return h
+
+
+def _walked(h: BatchHeader, section) -> tuple[int, int, int] | None:
+    """What the one-call checks return for a batch whose records `section`
+    (uncompressed) holds, or None when `check_records` would refuse them."""
+    problem, max_timestamp = walk_records(section, h.records_count, h.base_timestamp)
     if problem is not None:
         return None
     return h.crc, h.max_timestamp, max_timestamp
@@ -359,21 +377,11 @@ def check_compressed_batch(
     tenth of a partition's produce time. The records are decompressed into
     this thread's scratch buffer and nothing of them is kept."""
     view = memoryview(buf).cast("B")
-    if len(view) < BATCH_HEADER_SIZE:
+    h = _producer_header(view)
+    if h is None:
         return None
-    h = peek_batch_header(view)
     codec = h.attributes & COMPRESSION_MASK
-    if (
-        codec == NONE
-        or codec not in CODEC_NAMES
-        or h.magic != MAGIC_V2
-        or LOG_OVERHEAD + h.batch_length != len(view)
-        or h.base_offset != 0
-        or h.attributes & (TIMESTAMP_TYPE_MASK | CONTROL_MASK)
-        or h.records_count <= 0
-        or h.last_offset_delta + 1 != h.records_count
-        or (h.producer_id >= 0 and h.base_sequence < 0)
-    ):
+    if codec == NONE or codec not in CODEC_NAMES:
         return None
     try:
         section = decompress_scratch(codec, view[BATCH_HEADER_SIZE:], max_uncompressed)
@@ -381,10 +389,7 @@ def check_compressed_batch(
         return None
     if h.records_count * MIN_RECORD_SIZE > len(section):
         return None
-    problem, max_timestamp = walk_records(section, h.records_count, h.base_timestamp)
-    if problem is not None:
-        return None
-    return h.crc, h.max_timestamp, max_timestamp
+    return _walked(h, section)
 
 
 def iter_records_section(section, count: int) -> Iterator[Record]:
