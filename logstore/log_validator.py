@@ -207,23 +207,29 @@ def validate_common_batch(records, limits: TopicLimits, now_ms: int, api_version
     Kafka does, in Kafka's order. `check_plain_batch` is C where it was
     built; the few microseconds of Python checks it replaces were the
     largest part of a partition's produce time."""
+    # Refusals that need no record are decided first: the staged checks
+    # answer them before decompressing, and a batch the fast path decoded
+    # only to refuse would be decoded twice.
     if limits.compacted or records is None:
+        return None
+    size = len(records)
+    if size > limits.max_message_bytes or size > limits.segment_bytes:
         return None
     found = check_plain_batch(records)
     if found is None:
-        found = check_compressed_batch(records)
-        if found is None or (
-            api_version < 7 and batch_attributes(records) & COMPRESSION_MASK == ZSTD
+        if (
+            api_version < 7
+            and size >= BATCH_HEADER_SIZE
+            and batch_attributes(records) & COMPRESSION_MASK == ZSTD
         ):
+            return None
+        found = check_compressed_batch(records)
+        if found is None:
             return None
     crc, header_max_timestamp, max_timestamp = found
     batch = memoryview(records)
-    size = len(batch)
-    if (
-        size > limits.max_message_bytes
-        or size > limits.segment_bytes
-        or crc32c(batch[CRC_COVERED_FROM:]) != crc
-        or _timestamps_need_records(max_timestamp, limits, now_ms)
+    if crc32c(batch[CRC_COVERED_FROM:]) != crc or _timestamps_need_records(
+        max_timestamp, limits, now_ms
     ):
         return None
     if limits.log_append_time:
