@@ -56,9 +56,11 @@ def partitions_of(admin, name: str):
     return topic.partitions if topic.error is None else {}
 
 
-def first_partition(admin, name: str):
-    """Partition 0's metadata, or None while the cluster cannot say."""
-    return partitions_of(admin, name).get(0)
+def partition_0_is(admin, name: str, condition) -> bool:
+    """Whether partition 0's metadata satisfies `condition` (False while the
+    cluster cannot say)."""
+    p = partitions_of(admin, name).get(0)
+    return p is not None and condition(p)
 
 
 @pytest.mark.api("CreateTopics", "Metadata", "DescribeCluster", "replication")
@@ -121,10 +123,7 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
     assert failed == []
     assert sorted(acked) == list(range(total))  # each once, in order of sending
     wait_until(
-        lambda: (
-            (p := first_partition(cluster_admin, topic)) is not None
-            and p.leader not in (leader, -1)
-        ),
+        lambda: partition_0_is(cluster_admin, topic, lambda p: p.leader not in (leader, -1)),
         timeout=60,
         message="for a new leader",
     )
@@ -133,7 +132,7 @@ def test_acks_all_records_survive_the_kill_of_their_leader(cluster, cluster_admi
     assert [m.value() for m in read] == [b"%d" % i for i in range(total)]
     # The restarted broker catches up and is back in the ISR.
     wait_until(
-        lambda: (p := first_partition(cluster_admin, topic)) is not None and leader in p.isrs,
+        lambda: partition_0_is(cluster_admin, topic, lambda p: leader in p.isrs),
         timeout=60,
         message="for the ISR to grow back",
     )
@@ -151,9 +150,10 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     cluster.kill(follower)
     # The leader drops it from the ISR once its session ends.
     wait_until(
-        lambda: (
-            (p := first_partition(cluster_admin, topic)) is not None
-            and sorted(p.isrs) == sorted(n for n in cluster.nodes if n != follower)
+        lambda: partition_0_is(
+            cluster_admin,
+            topic,
+            lambda p: sorted(p.isrs) == sorted(n for n in cluster.nodes if n != follower),
         ),
         timeout=60,
         message="for the ISR to shrink",
@@ -180,7 +180,7 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     assert produce("1") == [None]
     cluster.restart(follower)
     wait_until(
-        lambda: (p := first_partition(cluster_admin, topic)) is not None and len(p.isrs) == 3,
+        lambda: partition_0_is(cluster_admin, topic, lambda p: len(p.isrs) == 3),
         timeout=60,
         message="for the ISR to grow back",
     )
