@@ -408,6 +408,20 @@ def _commit(client, group, topic, offset):
     return response.topics[0].partitions[0].error_code
 
 
+def _commit_once_loaded(client, group, topic, offset):
+    """Commit as a client does: FindCoordinator answers as soon as the
+    offsets partition has a leader, and until the group coordinator has
+    loaded it a commit is COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+    codes = []
+    _wait(
+        lambda: (
+            codes.append(_commit(client, group, topic, offset))
+            or codes[-1] != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        )
+    )
+    return codes[-1]
+
+
 def _group_flush_scenario(broker, port, failing_dirs):
     seen = {}
     with RawClient(port) as client:
@@ -420,7 +434,7 @@ def _group_flush_scenario(broker, port, failing_dirs):
             )
         )
         offsets = broker.replicas.get("__consumer_offsets", 0)
-        seen["commit"] = _commit(client, "g", "committed", 5)
+        seen["commit"] = _commit_once_loaded(client, "g", "committed", 5)
         # No periodic flusher runs: only the commit's own append can have fsynced.
         seen["offsets log unflushed when answered"] = offsets.log.unflushed_messages
         failing_dirs.add(offsets.log.dir)
