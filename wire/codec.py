@@ -216,6 +216,18 @@ class ArrayCodec(construct.Construct):
             if self.nullable
             else "    if obj is None:\n        raise EncodeError('non-nullable array is None')\n"
         )
+        # A compact list of fewer than 127 elements: its length is one byte,
+        # written here without the length function and the _fresh call.
+        short_list = (
+            f"    if type(obj) is list and len(obj) < 127:\n"
+            f"        io.buf.append(len(obj) + 1)\n"
+            f"        items = obj\n"
+            f"        for obj in items:\n"
+            f"            {element}\n"
+            f"        return\n"
+            if self.compact
+            else ""
+        )
         code.append("from wire.errors import EncodeError")
         code.append("from wire.codec import EncodeOnce, write_once")
         code.append(
@@ -227,11 +239,15 @@ class ArrayCodec(construct.Construct):
             f"        for obj in items:\n"
             f"            {element}\n"
             f"def {fname}(obj, io):\n"
+            f"{short_list}"
             f"    if type(obj) is EncodeOnce:\n"
             f"        write_once({_link(code, self)}, obj, io, {fname}_fresh)\n"
             f"    else:\n"
             f"        {fname}_fresh(io, obj)\n"
         )
+        if self.compact:
+            # An empty list (most error lists) is one byte where it stands.
+            return f"(io.buf.append(1) if type(obj) is list and not obj else {fname}(obj, io))"
         return f"{fname}(obj, io)"
 
     def __repr__(self) -> str:
@@ -359,7 +375,21 @@ class StructCodec(construct.Construct):
             values = ", ".join(f"get({name!r}, {_link(code, d)})" for name, _, d in items)
             lines.append(f"    io.buf += {_link(code, fmt)}.pack({values})")
         if self.flexible:
-            lines.append(f"    write_tagged_fields(io, objdict, {_link(code, self.tagged)})")
+            # Most tagged sections are empty (every tagged field at its
+            # default, nothing unknown carried over): one zero byte, no call.
+            # The test is write_tagged_fields' own, by identity for values
+            # that are not literals; anything else takes the call.
+            empty = [f"{UNKNOWN_TAGGED!r} not in objdict"]
+            for _, name, _, default in self.tagged:
+                d = _link(code, default)
+                literal = type(default) in _LITERAL_TYPES and not (
+                    isinstance(default, float) and default != default
+                )
+                empty.append(f"get({name!r}, {d}) {'==' if literal else 'is'} {d}")
+            lines.append(f"    if {' and '.join(empty)}:")
+            lines.append("        io.buf.append(0)")
+            lines.append("    else:")
+            lines.append(f"        write_tagged_fields(io, objdict, {_link(code, self.tagged)})")
         fname = f"build_struct_{code.allocateId()}"
         code.append(f"def {fname}(objdict, io):\n" + "\n".join(lines) + "\n")
         return f"{fname}(obj, io)"

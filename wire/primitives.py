@@ -463,10 +463,17 @@ class Primitive(construct.Construct):
 
     def _emitbuild(self, code):
         code.append(PRIMITIVES_IMPORT)
-        return f"{self.write.__name__}(io, obj)"
+        call = f"{self.write.__name__}(io, obj)"
+        if self.kind in _COMPACT_NULLABLE:
+            # Null is one zero byte: no call for the common absent value.
+            return f"(io.buf.append(0) if obj is None else {call})"
+        return call
 
     def __repr__(self) -> str:
         return f"<{self.kind}>"
+
+
+_COMPACT_NULLABLE = {"compact_nullable_string", "compact_nullable_bytes"}
 
 
 def _p(kind: str, reader, writer, min_size: int, fmt: str | None = None) -> Primitive:
