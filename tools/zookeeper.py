@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -86,7 +87,7 @@ class ZooKeeperNode:
             f"clientPort={self.port}\n"
             f"clientPortAddress={self.host}\n"
             "admin.enableServer=false\n"
-            "4lw.commands.whitelist=srvr,ruok\n"
+            "4lw.commands.whitelist=srvr,ruok,cons\n"
             f"minSessionTimeout={2 * self.tick_ms}\n"
             "maxSessionTimeout=60000\n"
         )
@@ -123,6 +124,13 @@ class ZooKeeperNode:
                 self.stop()
                 raise ZooKeeperStartError(f"ZooKeeper did not answer in {timeout}s:\n{self.tail()}")
             time.sleep(0.1)
+
+    def connected_sessions(self) -> set[int]:
+        """The ids of the sessions connected to this server now (`cons`)."""
+        return {
+            int(sid, 16)
+            for sid in re.findall(r"sid=0x([0-9a-f]+)", four_letter(self.host, self.port, "cons"))
+        }
 
     def tail(self, chars: int = 3000) -> str:
         try:

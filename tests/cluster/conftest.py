@@ -33,6 +33,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from broker.controller.zookeeper import reconnect_retry
 from tests.support.gregor import GregorNode
 from tests.support.raw import kafka_request
 from tests.support.tcp_proxy import BLACKHOLE, TcpProxy
@@ -166,9 +167,8 @@ class GregorCluster:
         """{partition: (leader, leader epoch, ISR)} as ZooKeeper holds it, read
         directly (not through a proxy); None while ZooKeeper cannot answer."""
         try:
-            if self._zk is None:
-                self._zk = KazooClient(hosts=f"{self.zookeeper.connect}{self.chroot}")
-                self._zk.start(timeout=10)
+            self._observer()
+            assert self._zk is not None
             base = f"/brokers/topics/{topic}/partitions"
             states = {}
             for child in self._zk.get_children(base):
@@ -177,6 +177,26 @@ class GregorCluster:
             return states
         except (KazooException, TimeoutError):
             return None
+
+    def broker_sessions(self) -> dict[int, int]:
+        """{broker: the ZooKeeper session holding its registration}."""
+        self._observer()
+        assert self._zk is not None
+        sessions = {}
+        for child in self._zk.get_children("/brokers/ids"):
+            stat = self._zk.exists(f"/brokers/ids/{child}")
+            if stat is not None:
+                sessions[int(child)] = stat.ephemeralOwner
+        return sessions
+
+    def _observer(self) -> None:
+        if self._zk is None:
+            # Reconnecting as the brokers do, so it is back with them after
+            # a ZooKeeper restart.
+            self._zk = KazooClient(
+                hosts=f"{self.zookeeper.connect}{self.chroot}", connection_retry=reconnect_retry()
+            )
+            self._zk.start(timeout=10)
 
     def in_sync(self, topic: str, replicas: int = 3) -> bool:
         """Every partition of `topic` has its `replicas` replicas in its ISR in

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.checker import Writer, check, read_everything
+from tests.cluster.conftest import SESSION_TIMEOUT_MS
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +65,30 @@ def create(cluster, topic: str, partitions: int = 3, rf: int = 3, **configs) -> 
         ),
         "every partition led with its whole ISR",
     )
+
+
+def test_every_broker_keeps_its_session_through_a_zookeeper_restart(cluster, zookeeper):
+    """ZooKeeper restores its sessions when it restarts, each for one session
+    timeout. A broker retries ZooKeeper at most a second apart however long
+    it was away (as ZooKeeper's Java client does), so after an outage long
+    enough for kazoo's own doubling backoff to wait many seconds between
+    attempts, every broker is connected in its old session before that
+    session could expire: its registration and leaderships stay, and no
+    broker serves from a stale image meanwhile."""
+    sessions = cluster.broker_sessions()
+    assert sorted(sessions) == sorted(cluster.brokers)
+    zookeeper.stop()
+    # The outage being simulated (not a wait for something): long enough
+    # that kazoo's default backoff would be 6-13 s between attempts.
+    time.sleep(15)
+    zookeeper.start()
+    wait_until(
+        lambda: set(sessions.values()) <= zookeeper.connected_sessions(),
+        "every broker connected in its old session",
+        timeout=SESSION_TIMEOUT_MS / 1000,
+    )
+    assert cluster.broker_sessions() == sessions
+    create(cluster, "after-zookeeper-restart", partitions=3)
 
 
 def test_the_cluster_lists_every_broker_and_a_controller(cluster):
