@@ -204,9 +204,11 @@ def _inflict(cluster, zookeeper, failure: str, writer: Writer) -> None:
             cluster.resume(follower)
     elif failure == "restart-zookeeper":
         zookeeper.stop()
-        # Down for longer than a session: every broker's session expires and
-        # each must register again once ZooKeeper is back (this outage length
-        # is the failure being simulated, not a wait for something).
+        # Down for longer than a session (this outage length is the failure
+        # being simulated, not a wait for something). ZooKeeper restores the
+        # sessions when it starts, and the brokers, back within a second,
+        # keep them (test_failover checks that); a broker that lost its
+        # session anyway registers again. Writes must go on either way.
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
         zookeeper.start()
     elif failure == "isolate-leader":
