@@ -27,6 +27,11 @@ class Struct(dict):
         except KeyError:
             raise AttributeError(name) from None
 
+    def __init_subclass__(cls, **kwargs):
+        # __getattribute__ knows Struct's own attributes only: a subclass's
+        # methods would read as missing fields.
+        raise TypeError("Struct is not meant to be subclassed")
+
     def __setattr__(self, name, value):
         self[name] = value
 
