@@ -53,9 +53,14 @@ CODEC_IMPORT = (
 _LITERAL_TYPES = (int, float, bool, str, bytes, type(None))
 
 
+def _is_literal(obj) -> bool:
+    """Whether `repr(obj)` is an expression for an equal value (NaN is not)."""
+    return type(obj) in _LITERAL_TYPES and not (isinstance(obj, float) and obj != obj)
+
+
 def _link(code, obj) -> str:
     """An expression that evaluates to `obj` inside compiled code."""
-    if type(obj) in _LITERAL_TYPES and not (isinstance(obj, float) and obj != obj):
+    if _is_literal(obj):
         return repr(obj)
     code.linkedinstances[id(obj)] = obj
     return f"linkedinstances[{id(obj)}]"
@@ -382,10 +387,7 @@ class StructCodec(construct.Construct):
             empty = [f"{UNKNOWN_TAGGED!r} not in objdict"]
             for _, name, _, default in self.tagged:
                 d = _link(code, default)
-                literal = type(default) in _LITERAL_TYPES and not (
-                    isinstance(default, float) and default != default
-                )
-                empty.append(f"get({name!r}, {d}) {'==' if literal else 'is'} {d}")
+                empty.append(f"get({name!r}, {d}) {'==' if _is_literal(default) else 'is'} {d}")
             lines.append(f"    if {' and '.join(empty)}:")
             lines.append("        io.buf.append(0)")
             lines.append("    else:")
