@@ -167,12 +167,11 @@ class GregorCluster:
         """{partition: (leader, leader epoch, ISR)} as ZooKeeper holds it, read
         directly (not through a proxy); None while ZooKeeper cannot answer."""
         try:
-            self._observer()
-            assert self._zk is not None
+            zk = self._observer()
             base = f"/brokers/topics/{topic}/partitions"
             states = {}
-            for child in self._zk.get_children(base):
-                raw = json.loads(self._zk.get(f"{base}/{child}/state")[0])
+            for child in zk.get_children(base):
+                raw = json.loads(zk.get(f"{base}/{child}/state")[0])
                 states[int(child)] = (raw["leader"], raw["leader_epoch"], raw["isr"])
             return states
         except (KazooException, TimeoutError):
@@ -180,16 +179,16 @@ class GregorCluster:
 
     def broker_sessions(self) -> dict[int, int]:
         """{broker: the ZooKeeper session holding its registration}."""
-        self._observer()
-        assert self._zk is not None
+        zk = self._observer()
         sessions = {}
-        for child in self._zk.get_children("/brokers/ids"):
-            stat = self._zk.exists(f"/brokers/ids/{child}")
+        for child in zk.get_children("/brokers/ids"):
+            stat = zk.exists(f"/brokers/ids/{child}")
             if stat is not None:
                 sessions[int(child)] = stat.ephemeralOwner
         return sessions
 
-    def _observer(self) -> None:
+    def _observer(self) -> KazooClient:
+        """The test's own ZooKeeper client, started on first use."""
         if self._zk is None:
             # Reconnecting as the brokers do, so it is back with them after
             # a ZooKeeper restart.
@@ -197,6 +196,7 @@ class GregorCluster:
                 hosts=f"{self.zookeeper.connect}{self.chroot}", connection_retry=reconnect_retry()
             )
             self._zk.start(timeout=10)
+        return self._zk
 
     def in_sync(self, topic: str, replicas: int = 3) -> bool:
         """Every partition of `topic` has its `replicas` replicas in its ISR in
