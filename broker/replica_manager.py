@@ -36,6 +36,9 @@ from wire.error_codes import ErrorCode
 
 log = logging.getLogger("gregor.replicas")
 
+# How long a leader waits before sending again an ISR change that got no answer.
+ALTER_PARTITION_RETRY_S = 0.5
+
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
@@ -287,23 +290,61 @@ class ReplicaManager:
         if self._nursery is None:
             partition.isr_change_failed()
             return
-        self._nursery.start_soon(self._alter_partition, partition, isr)
+        self._nursery.start_soon(
+            self._alter_partition, partition, isr, partition.leader_epoch, partition.partition_epoch
+        )
 
-    async def _alter_partition(self, partition: Partition, isr: tuple[int, ...]) -> None:
-        try:
-            await self.controller.alter_partition(
-                partition.tp,
-                self.node_id,
-                partition.leader_epoch,
-                partition.partition_epoch,
-                list(isr),
-            )
-        except ControllerError as e:
-            log.info("%r: ISR change to %s refused: %s", partition, list(isr), e.code.name)
-            partition.isr_change_failed()
-        except Exception:
-            log.exception("%r: ISR change to %s failed", partition, list(isr))
-            partition.isr_change_failed()
+    async def _alter_partition(
+        self, partition: Partition, isr: tuple[int, ...], leader_epoch: int, partition_epoch: int
+    ) -> None:
+        """Send a proposed ISR to the controller until it answers, as Kafka's
+        AlterPartitionManager does. Until then the proposal stands: the high
+        watermark waits for the replicas it would add (the controller may
+        have taken it, and a leader elected from that ISR must hold every
+        acknowledged record).
+
+        - A refusal made before anything was written (fenced epoch, an
+          ineligible replica, an unknown partition) ends the proposal: the
+          ISR is the one the metadata has.
+        - INVALID_UPDATE_VERSION means the partition changed meanwhile,
+          perhaps by this very proposal, sent before with its answer lost:
+          the proposal stands until the next image, which says.
+        - No answer (the controller unreachable, the connection lost with the
+          write sent) is no answer: the same proposal goes again, conditional
+          on the same partition epoch, until one comes or an image replaces it."""
+        failures = 0
+        while (
+            partition.is_leader
+            and partition.pending_isr == isr
+            and partition.partition_epoch == partition_epoch
+        ):
+            try:
+                await self.controller.alter_partition(
+                    partition.tp, self.node_id, leader_epoch, partition_epoch, list(isr)
+                )
+                return
+            except ControllerError as e:
+                if e.code == ErrorCode.INVALID_UPDATE_VERSION:
+                    log.info(
+                        "%r: ISR change to %s met a newer partition epoch: waiting for it",
+                        partition,
+                        list(isr),
+                    )
+                else:
+                    log.info("%r: ISR change to %s refused: %s", partition, list(isr), e.code.name)
+                    partition.isr_change_failed()
+                return
+            except Exception:
+                failures += 1
+                # Once with the cause, then quietly: ZooKeeper may be away for long.
+                log.log(
+                    logging.WARNING if failures == 1 else logging.DEBUG,
+                    "%r: ISR change to %s got no answer; sending it again",
+                    partition,
+                    list(isr),
+                    exc_info=failures == 1,
+                )
+            await trio.sleep(ALTER_PARTITION_RETRY_S)
 
     async def _shrink_isr_periodically(self) -> None:
         """Kafka's isr-expiration task: every half replica.lag.time.max.ms,

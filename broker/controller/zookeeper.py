@@ -789,10 +789,20 @@ class ZkMetadataBackend:
         try:
             await trio.to_thread.run_sync(write)
         except BadVersionError:
+            # Changed since the leader's image, perhaps by this very change sent
+            # before with its answer lost: the next image says which.
+            self._dirty.set()
             raise ControllerError(ErrorCode.INVALID_UPDATE_VERSION) from None
         except NoNodeError:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
-        await self._reload()
+        # Written: the change stands even if ZooKeeper goes away before it is
+        # read back; the following task publishes it once ZooKeeper answers.
+        try:
+            await self._reload()
+        except Exception:  # kazoo's errors and its handler's timeout alike
+            log.info("%s-%d: ISR change written; reading it back failed", *tp, exc_info=True)
+            self._dirty.set()
+            return changed
         return self.cache.image.partition(*tp) or changed
 
     async def elect_leaders(self, tps, election_type: int):

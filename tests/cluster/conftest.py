@@ -25,6 +25,7 @@ the other brokers. `heal(n)` restores all of it.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -36,7 +37,7 @@ from kazoo.exceptions import KazooException
 from broker.controller.zookeeper import reconnect_retry
 from tests.support.gregor import GregorNode
 from tests.support.raw import kafka_request
-from tests.support.tcp_proxy import BLACKHOLE, TcpProxy
+from tests.support.tcp_proxy import BLACKHOLE, RESET, TcpProxy
 from tools.zookeeper import ZOOKEEPER_JAR, ZooKeeperNode
 from wire.api_keys import ApiKey
 
@@ -55,6 +56,15 @@ BROKER_SETTINGS = {
     "replica.fetch.backoff.ms": 200,
     "group.initial.rebalance.delay.ms": 0,
 }
+
+
+# What a failure report shows of each broker's log: leaderships, ISR changes,
+# truncations, coordinator loads, ZooKeeper sessions, starts and stops.
+EVENT = re.compile(
+    r"listening on|stopping|stopped|controller|leader \d+ -> |ISR|diverges|truncat"
+    r"|loaded |session|no answer|refused|failed|ERROR|WARNING"
+)
+EVENTS_SHOWN = 250
 
 
 class GregorCluster:
@@ -161,6 +171,14 @@ class GregorCluster:
         self.zk_proxies[node_id].heal()
         self.inbound[node_id].heal()
 
+    def cut_link(self, source: int, target: int, mode: str = RESET) -> None:
+        """Broker `source` can no longer reach broker `target` (its follower
+        fetches, its requests); everyone else still can."""
+        self.inbound[target].cut_from(self.brokers[source].proc.pid, mode)
+
+    def heal_link(self, source: int, target: int) -> None:
+        self.inbound[target].heal_from(self.brokers[source].proc.pid)
+
     # --- the truth, not one broker's view of it -------------------------------------
 
     def zk_partitions(self, topic: str) -> dict[int, tuple[int, int, list[int]]] | None:
@@ -263,11 +281,19 @@ def cluster(tmp_path, zookeeper, request):
     c.close()
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        # The brokers' own account of what happened, for a failure seen in CI.
+        # The brokers' own account of what happened, for a failure seen in CI
+        # (where the logs themselves are gone by the time anyone reads it):
+        # the cluster's events over the whole run, then the last lines.
         for node_id, broker in c.brokers.items():
             lines = [line for line in broker.output if "kazoo.client" not in line]
-            print(f"--- broker {node_id} (last 80 lines; all in {broker.log_path}) ---")
-            print("".join(lines[-80:]))
+            events = [line for line in lines if EVENT.search(line)]
+            print(
+                f"--- broker {node_id}: {len(events)} events (the last {EVENTS_SHOWN}), "
+                f"then the last 40 lines; all in {broker.log_path} ---"
+            )
+            print("".join(events[-EVENTS_SHOWN:]))
+            print("...")
+            print("".join(lines[-40:]))
 
 
 @pytest.hookimpl(hookwrapper=True)

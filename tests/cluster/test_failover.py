@@ -144,6 +144,93 @@ def test_killing_leaders_loses_no_acknowledged_record(cluster):
     assert verdict.order_violations == 0, verdict
 
 
+# A session long enough that the leader's ZooKeeper client notices the lost
+# answers only seconds after the write went out (kazoo pings after a third of
+# it, and gives up a third later).
+@pytest.mark.cluster_settings(**{"zookeeper.session.timeout.ms": 10000})
+def test_an_isr_change_whose_answer_was_lost_still_counts(cluster):
+    """An ISR change the leader wrote to ZooKeeper but whose answer never came
+    back may have been taken, and a leader elected from that ISR must hold
+    every acknowledged record. So the leader keeps waiting for the replica it
+    proposed to add, sending the change again, until it knows.
+
+    Broker 1 leads a two-replica partition (min.insync.replicas=1), broker 2
+    follows. Broker 2 is cut off broker 1 until it leaves the ISR. Then
+    broker 1's ZooKeeper answers are dropped (its requests still arrive) and
+    broker 2 fetches again: the ISR expansion lands in ZooKeeper, its answer
+    is lost. Broker 2 is cut off again, broker 1 gets acks=all writes, and
+    dies; the controller elects broker 2 from the ISR ZooKeeper holds. Every
+    write broker 1 acknowledged must be on broker 2. (A leader that took the
+    lost answer for a refusal acknowledged writes alone once broker 2's
+    catch-up grew old, and they were gone.)"""
+    leader, follower, topic = 1, 2, "lost-answer"
+    client = admin(cluster)
+    client.create_topics(
+        [
+            NewTopic(
+                topic,
+                1,
+                replica_assignment=[[leader, follower]],
+                config={"min.insync.replicas": "1"},
+            )
+        ]
+    )[topic].result(TIMEOUT)
+
+    def zk_state() -> tuple[int, int, list[int]]:
+        return (cluster.zk_partitions(topic) or {}).get(0, (-1, -1, []))
+
+    wait_until(
+        lambda: zk_state()[0] == leader and sorted(zk_state()[2]) == [leader, follower],
+        "the partition led with both replicas in sync",
+    )
+    cluster.cut_link(follower, leader)
+    # A follower with nothing to fetch stays in sync: give it something.
+    first = Producer({"bootstrap.servers": cluster.inbound[leader].address, "acks": "1"})
+    first.produce(topic, b"before the cut", partition=0)
+    assert first.flush(30) == 0
+    wait_until(lambda: zk_state()[2] == [leader], f"broker {follower} to leave the ISR")
+    cluster.zk_proxies[leader].mute_replies()
+    cluster.heal_link(follower, leader)
+    wait_until(
+        lambda: sorted(zk_state()[2]) == [leader, follower],
+        f"broker {leader}'s ISR expansion to reach ZooKeeper",
+        timeout=10,
+    )
+    cluster.cut_link(follower, leader)
+    acked: list[bytes] = []
+
+    def delivered(err, msg):
+        if err is None:
+            acked.append(msg.value())
+
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.inbound[leader].address,
+            "acks": "all",
+            "linger.ms": 0,
+            "message.timeout.ms": 4000,
+        }
+    )
+    # Past replica.lag.time.max.ms since broker 2 last caught up, and past
+    # the leader's ZooKeeper client giving up on the lost answer.
+    start = time.monotonic()
+    sent = 0
+    while (now := time.monotonic()) < start + 16:
+        if now >= start + sent * 0.1:  # ten writes a second
+            producer.produce(topic, f"write-{sent}".encode(), partition=0, on_delivery=delivered)
+            sent += 1
+        producer.poll(0.05)
+    producer.flush(10)
+    cluster.kill(leader)
+    wait_until(lambda: zk_state()[0] == follower, f"broker {follower} elected", timeout=60)
+    cluster.zk_proxies[leader].heal()
+    cluster.heal_link(follower, leader)
+    on_new_leader = {value for _, _, value in read_everything(cluster.bootstrap, topic, 1)[0]}
+    missing = [value for value in acked if value not in on_new_leader]
+    print(f"{sent} writes sent to broker {leader}, {len(acked)} acknowledged")
+    assert not missing, f"{len(missing)} of {len(acked)} acknowledged writes lost: {missing[:3]}"
+
+
 def test_the_controller_moves_when_its_broker_dies(cluster):
     first = admin(cluster).list_topics(timeout=10).controller_id
     cluster.kill(first)

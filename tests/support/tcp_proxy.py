@@ -24,6 +24,12 @@ What "cut" does to connections opened meanwhile is the mode:
 The target may be set after start() (`proxy.target = (host, port)`), for a
 process that must be told the proxy's port before it picks its own.
 
+Half a cut: `mute_replies()` forwards what clients send and drops what the
+target answers, on live connections and new ones: requests arrive and are
+acted on, their answers are lost (a write applied whose reply never came
+back); the client notices only by its own timeouts. `heal()` ends it and
+resets the connections that lost bytes.
+
 One source only: `cut_from(pid)` resets that process's connections through
 the proxy and treats its new ones as `cut()` would, everyone else's still
 pass; `heal_from(pid)` ends it. The proxy tells connections apart by the
@@ -110,6 +116,8 @@ class _Link:
         # The client's (local port, peer port) as the proxy sees them.
         self.ports = (client.getsockname()[1], client.getpeername()[1])
         self._open_directions = 2
+        # Set once a reply was dropped (mute_replies): the stream is broken.
+        self.lost_replies = False
         self._lock = threading.Lock()
         self.closed = False
 
@@ -123,6 +131,9 @@ class _Link:
                 data = src.recv(65536)
                 if not data:
                     break
+                if src is self.upstream and self.proxy.replies_muted:
+                    self.lost_replies = True
+                    continue
                 dst.sendall(data)
                 self.proxy._count(len(data))
             # A half-close travels on: the other direction may still be busy.
@@ -165,6 +176,7 @@ class TcpProxy:
         self.host = host
         self.port: int = self._listener.getsockname()[1]
         self.mode = OPEN
+        self.replies_muted = False
         # Processes cut off by cut_from(), and the mode their connections get.
         self.cut_sources: dict[int, str] = {}
         self.bytes_forwarded = 0
@@ -234,13 +246,23 @@ class TcpProxy:
                         self._held.remove(sock)
                 _reset(sock)
 
+    def mute_replies(self) -> None:
+        """From now on the target's bytes are dropped and the clients' still
+        forwarded, on every connection."""
+        self.replies_muted = True
+
     def heal(self) -> None:
-        """Forward new connections again; the ones held by a blackhole are closed."""
+        """Forward new connections (and replies) again; the ones held by a
+        blackhole, and those that lost replies, are closed."""
         with self._lock:
             self.mode = OPEN
+            self.replies_muted = False
             held, self._held = self._held, []
+            broken = [link for link in self._links if link.lost_replies]
         for sock in held:
             _reset(sock)
+        for link in broken:
+            link.reset()
 
     def close(self) -> None:
         self._closing.set()

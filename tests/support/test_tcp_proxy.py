@@ -14,12 +14,14 @@ from tests.support.tcp_proxy import RESET, TcpProxy, peer_pid
 
 
 class EchoServer:
-    """Echoes every byte back; counts the connections it accepted."""
+    """Echoes every byte back; counts the connections it accepted and keeps
+    the bytes it received."""
 
     def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.accepted = 0
+        self.received = bytearray()
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
@@ -31,11 +33,11 @@ class EchoServer:
             self.accepted += 1
             threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
 
-    @staticmethod
-    def _echo(conn):
+    def _echo(self, conn):
         with conn:
             try:
                 while data := conn.recv(65536):
+                    self.received += data
                     conn.sendall(data)
             except OSError:
                 pass
@@ -155,6 +157,27 @@ def test_heal_restores_forwarding(proxy):
     proxy.heal()
     with connect(proxy) as sock:
         assert roundtrip(sock, b"back") == b"back"
+
+
+def test_muted_replies_are_lost_while_requests_still_arrive(proxy, echo):
+    with connect(proxy) as sock:
+        assert roundtrip(sock, b"before") == b"before"
+        proxy.mute_replies()
+        sock.settimeout(0.5)
+        sock.sendall(b"acted on, never answered")
+        wait_until(
+            lambda: echo.received.endswith(b"acted on, never answered"), "the request to arrive"
+        )
+        with pytest.raises(TimeoutError):
+            sock.recv(10)
+        proxy.heal()
+        # Its stream lost bytes: healing resets it, and the client learns of it.
+        sock.settimeout(5)
+        with pytest.raises(OSError):
+            if sock.recv(10) == b"":
+                raise ConnectionResetError
+    with connect(proxy) as sock:
+        assert roundtrip(sock, b"after") == b"after"
 
 
 def test_a_target_set_after_start_and_a_target_down(echo):
