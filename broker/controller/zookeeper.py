@@ -277,6 +277,7 @@ class ZkMetadataBackend:
 
     async def _follow(self) -> None:
         """Re-read ZooKeeper whenever a watch fires, and publish what changed."""
+        failures = 0
         while True:
             await self._dirty.wait()
             self._dirty = trio.Event()
@@ -291,9 +292,18 @@ class ZkMetadataBackend:
             except Exception:
                 # ZooKeeper going away again mid-read is the case this loop is
                 # for; the broker keeps serving from its last image meanwhile.
-                log.exception("following the cluster metadata in ZooKeeper failed")
+                # The cause once, then a line a minute: an outage is long.
+                failures += 1
+                if failures == 1:
+                    log.exception("following the cluster metadata in ZooKeeper failed")
+                elif failures % 60 == 0:
+                    log.warning("ZooKeeper still unreadable after %d tries", failures)
                 await trio.sleep(1)
                 self._dirty.set()
+            else:
+                if failures:
+                    log.info("following ZooKeeper again after %d failed reads", failures)
+                failures = 0
 
     async def _reload(self) -> None:
         async with self._reload_lock:
