@@ -269,7 +269,13 @@ class Broker:
         # Leaderships move to other brokers first (a cluster's controlled
         # shutdown), so producers and consumers move on at once.
         with trio.move_on_after(_STOP_GRACE_SECONDS):
-            await self.controller.controlled_shutdown()
+            try:
+                await self.controller.controlled_shutdown()
+            except Exception:
+                # ZooKeeper unreachable or this broker's session gone: as Kafka,
+                # stop anyway (the controller moves leaderships once the
+                # session ends); the logs must still be flushed.
+                log.warning("controlled shutdown failed; stopping without it", exc_info=True)
         # Parked group requests (a JoinGroup waiting for the join phase) are
         # answered NOT_COORDINATOR now instead of holding the stop up.
         self.groups.shutdown()

@@ -260,6 +260,28 @@ def test_a_graceful_stop_hands_leadership_over_first(cluster):
     assert values == [b"before", b"after"]
 
 
+def test_a_broker_stops_cleanly_while_zookeeper_is_away(cluster, zookeeper):
+    """With ZooKeeper gone the controlled shutdown cannot be made: the broker
+    gives up on it after its grace period (Kafka gives up after its retries)
+    and still stops gracefully, its logs flushed and checkpointed, and its
+    data is all there when it starts again."""
+    create(cluster, "stop-alone", partitions=1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    producer.produce("stop-alone", b"kept")
+    assert producer.flush(TIMEOUT) == 0
+    zookeeper.stop()
+    try:
+        assert cluster.stop(1) == 0
+    finally:
+        zookeeper.start()
+    assert "stopped: logs flushed and checkpointed" in cluster.brokers[1].log()
+    assert (cluster.brokers[1].data_dir / ".kafka_cleanshutdown").exists()
+    cluster.restart(1)
+    wait_until(lambda: cluster.in_sync("stop-alone"), "broker 1 back in sync")
+    values = [v for _, _, v in read_everything(cluster.bootstrap, "stop-alone", 1)[0]]
+    assert values == [b"kept"]
+
+
 def test_committed_offsets_survive_the_death_of_their_coordinator(cluster):
     create(cluster, "work", partitions=1)
     consumer = Consumer(
