@@ -303,9 +303,10 @@ class ReplicaManager:
         have taken it, and a leader elected from that ISR must hold every
         acknowledged record).
 
-        - A refusal made before anything was written (fenced epoch, an
-          ineligible replica, an unknown partition) ends the proposal: the
-          ISR is the one the metadata has.
+        - A refusal (fenced epoch, an ineligible replica, an unknown
+          partition) ends the proposal: the controller made it at the
+          partition epoch the proposal names, so none of it was taken, and
+          the ISR is the one the metadata has.
         - INVALID_UPDATE_VERSION means the partition changed meanwhile,
           perhaps by this very proposal, sent before with its answer lost:
           the proposal stands until the next image, which says.

@@ -43,7 +43,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import trio
 from kazoo.client import KazooClient, KazooState
@@ -775,36 +775,66 @@ class ZkMetadataBackend:
         partition_epoch: int,
         isr: list[int],
     ) -> PartitionRegistration:
-        current = self.cache.image.partition(*tp)
-        if current is None:
+        """AlterPartition, checked against ZooKeeper itself rather than this
+        broker's image (which may lag it), so that every refusal is final:
+
+        - the partition's state at another version than `partition_epoch`:
+          INVALID_UPDATE_VERSION (the next image shows the change), unless it
+          is this very proposal one version on (sent before, its answer lost),
+          which is a success;
+        - at that version, another leader or epoch: FENCED_LEADER_EPOCH; a
+          replica not registered (or not assigned): INELIGIBLE_REPLICA. Nothing
+          of this proposal can be in ZooKeeper then;
+        - else the write, conditional on that version."""
+        known = self.cache.image.partition(*tp)
+        if known is None:
             raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if leader_id != current.leader or leader_epoch != current.leader_epoch:
-            raise ControllerError(ErrorCode.FENCED_LEADER_EPOCH)
-        live = set(self.cache.image.live_broker_ids())
-        if (
-            not isr
-            or leader_id not in isr
-            or any(r not in current.replicas or r not in live for r in isr)
-        ):
-            raise ControllerError(ErrorCode.INELIGIBLE_REPLICA)
-        changed = current.changed(isr=tuple(isr))
+        proposed = replace(
+            known,
+            leader=leader_id,
+            leader_epoch=leader_epoch,
+            isr=tuple(isr),
+            partition_epoch=partition_epoch + 1,
+        )
 
-        def write() -> None:
-            self.zk.set(
-                state_path(*tp),
-                _state_json(changed, self._controller_epoch),
-                version=partition_epoch,
-            )
+        def attempt() -> ErrorCode:
+            path = state_path(*tp)
+            try:
+                raw, stat = self.zk.get(path)
+            except NoNodeError:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            state = json.loads(raw)
+            found = (state["leader"], state["leader_epoch"], list(state["isr"]))
+            if stat.version != partition_epoch:
+                if stat.version == partition_epoch + 1 and found == (leader_id, leader_epoch, isr):
+                    return ErrorCode.NONE
+                return ErrorCode.INVALID_UPDATE_VERSION
+            if found[:2] != (leader_id, leader_epoch):
+                return ErrorCode.FENCED_LEADER_EPOCH
+            live = {int(child) for child in self.zk.get_children("/brokers/ids")}
+            if (
+                not isr
+                or leader_id not in isr
+                or any(r not in known.replicas or r not in live for r in isr)
+            ):
+                return ErrorCode.INELIGIBLE_REPLICA
+            try:
+                self.zk.set(
+                    path,
+                    _state_json(proposed, state.get("controller_epoch", self._controller_epoch)),
+                    version=partition_epoch,
+                )
+            except BadVersionError:
+                return ErrorCode.INVALID_UPDATE_VERSION
+            except NoNodeError:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.NONE
 
-        try:
-            await trio.to_thread.run_sync(write)
-        except BadVersionError:
-            # Changed since the leader's image, perhaps by this very change sent
-            # before with its answer lost: the next image says which.
-            self._dirty.set()
-            raise ControllerError(ErrorCode.INVALID_UPDATE_VERSION) from None
-        except NoNodeError:
-            raise ControllerError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+        error = await trio.to_thread.run_sync(attempt)
+        if error == ErrorCode.INVALID_UPDATE_VERSION:
+            self._dirty.set()  # this broker's image is behind: catch up
+        if error != ErrorCode.NONE:
+            raise ControllerError(error)
         # Written: the change stands even if ZooKeeper goes away before it is
         # read back; the following task publishes it once ZooKeeper answers.
         try:
@@ -812,8 +842,8 @@ class ZkMetadataBackend:
         except Exception:  # kazoo's errors and its handler's timeout alike
             log.info("%s-%d: ISR change written; reading it back failed", *tp, exc_info=True)
             self._dirty.set()
-            return changed
-        return self.cache.image.partition(*tp) or changed
+            return proposed
+        return self.cache.image.partition(*tp) or proposed
 
     async def elect_leaders(self, tps, election_type: int):
         await self._reload()

@@ -144,6 +144,12 @@ def test_killing_leaders_loses_no_acknowledged_record(cluster):
     assert verdict.order_violations == 0, verdict
 
 
+def _zookeeper_set_data(chunk: bytes) -> bool:
+    """A ZooKeeper setData request: (length, xid, opcode 5, ...), as a client
+    sends it in one piece."""
+    return len(chunk) >= 12 and int.from_bytes(chunk[8:12], "big", signed=True) == 5
+
+
 # A session long enough that the leader's ZooKeeper client notices the lost
 # answers only seconds after the write went out (kazoo pings after a third of
 # it, and gives up a third later).
@@ -156,9 +162,9 @@ def test_an_isr_change_whose_answer_was_lost_still_counts(cluster):
 
     Broker 1 leads a two-replica partition (min.insync.replicas=1), broker 2
     follows. Broker 2 is cut off broker 1 until it leaves the ISR. Then
-    broker 1's ZooKeeper answers are dropped (its requests still arrive) and
-    broker 2 fetches again: the ISR expansion lands in ZooKeeper, its answer
-    is lost. Broker 2 is cut off again, broker 1 gets acks=all writes, and
+    broker 2 fetches again, and from broker 1's next ZooKeeper write on (the
+    ISR expansion) its ZooKeeper answers are dropped while its requests
+    still arrive: the expansion lands in ZooKeeper, its answer is lost. Broker 2 is cut off again, broker 1 gets acks=all writes, and
     dies; the controller elects broker 2 from the ISR ZooKeeper holds. Every
     write broker 1 acknowledged must be on broker 2. (A leader that took the
     lost answer for a refusal acknowledged writes alone once broker 2's
@@ -189,7 +195,7 @@ def test_an_isr_change_whose_answer_was_lost_still_counts(cluster):
     first.produce(topic, b"before the cut", partition=0)
     assert first.flush(30) == 0
     wait_until(lambda: zk_state()[2] == [leader], f"broker {follower} to leave the ISR")
-    cluster.zk_proxies[leader].mute_replies()
+    cluster.zk_proxies[leader].mute_replies_after(_zookeeper_set_data)
     cluster.heal_link(follower, leader)
     wait_until(
         lambda: sorted(zk_state()[2]) == [leader, follower],

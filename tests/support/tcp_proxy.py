@@ -27,8 +27,10 @@ process that must be told the proxy's port before it picks its own.
 Half a cut: `mute_replies()` forwards what clients send and drops what the
 target answers, on live connections and new ones: requests arrive and are
 acted on, their answers are lost (a write applied whose reply never came
-back); the client notices only by its own timeouts. `heal()` ends it and
-resets the connections that lost bytes.
+back); the client notices only by its own timeouts. `mute_replies_after(f)`
+does it from the first chunk a client sends that `f` picks (that chunk is
+still forwarded): the answer to that very request is the first lost.
+`heal()` ends it and resets the connections that lost bytes.
 
 One source only: `cut_from(pid)` resets that process's connections through
 the proxy and treats its new ones as `cut()` would, everyone else's still
@@ -47,6 +49,7 @@ import selectors
 import socket
 import struct
 import threading
+from collections.abc import Callable
 
 BLACKHOLE = "blackhole"
 RESET = "reset"
@@ -131,9 +134,12 @@ class _Link:
                 data = src.recv(65536)
                 if not data:
                     break
-                if src is self.upstream and self.proxy.replies_muted:
-                    self.lost_replies = True
-                    continue
+                if src is self.upstream:
+                    if self.proxy.replies_muted:
+                        self.lost_replies = True
+                        continue
+                else:
+                    self.proxy._maybe_mute(data)
                 dst.sendall(data)
                 self.proxy._count(len(data))
             # A half-close travels on: the other direction may still be busy.
@@ -177,6 +183,8 @@ class TcpProxy:
         self.port: int = self._listener.getsockname()[1]
         self.mode = OPEN
         self.replies_muted = False
+        # Picks the client chunk from which replies are muted (mute_replies_after).
+        self._mute_trigger: Callable[[bytes], bool] | None = None
         # Processes cut off by cut_from(), and the mode their connections get.
         self.cut_sources: dict[int, str] = {}
         self.bytes_forwarded = 0
@@ -251,12 +259,24 @@ class TcpProxy:
         forwarded, on every connection."""
         self.replies_muted = True
 
+    def mute_replies_after(self, request: Callable[[bytes], bool]) -> None:
+        """mute_replies() once a client sends a chunk `request` picks; muted
+        before that chunk is forwarded, so its answer cannot slip through."""
+        self._mute_trigger = request
+
+    def _maybe_mute(self, data: bytes) -> None:
+        trigger = self._mute_trigger
+        if trigger is not None and trigger(data):
+            self._mute_trigger = None
+            self.replies_muted = True
+
     def heal(self) -> None:
         """Forward new connections (and replies) again; the ones held by a
         blackhole, and those that lost replies, are closed."""
         with self._lock:
             self.mode = OPEN
             self.replies_muted = False
+            self._mute_trigger = None
             held, self._held = self._held, []
             broken = [link for link in self._links if link.lost_replies]
         for sock in held:

@@ -180,6 +180,18 @@ def test_muted_replies_are_lost_while_requests_still_arrive(proxy, echo):
         assert roundtrip(sock, b"after") == b"after"
 
 
+def test_replies_are_muted_from_the_request_picked(proxy, echo):
+    with connect(proxy) as sock:
+        proxy.mute_replies_after(lambda chunk: chunk.startswith(b"write"))
+        assert roundtrip(sock, b"read") == b"read"
+        sock.settimeout(0.5)
+        sock.sendall(b"write it")
+        wait_until(lambda: echo.received.endswith(b"write it"), "the request to arrive")
+        with pytest.raises(TimeoutError):
+            sock.recv(10)
+        assert proxy.replies_muted
+
+
 def test_a_target_set_after_start_and_a_target_down(echo):
     with TcpProxy() as p:
         # No target yet: a connection is refused (reset), not hung.
