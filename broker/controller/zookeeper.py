@@ -20,8 +20,10 @@ broker's MetadataCache. Any broker makes the changes a request asks for, each
 as one ZooKeeper transaction that fails as a whole when its preconditions do
 not hold: a topic is created with its assignment, partition states and
 configs together (the first live replica leads), an ISR changes only by a
-write conditional on the partition epoch the leader knows (AlterPartition's
-rule), producer-id blocks by a write conditional on the previous block.
+write conditional on the partition epoch the leader knows, checked first
+against ZooKeeper's own state (AlterPartition's rule: a refusal is final, a
+change already there is a success), producer-id blocks by a write
+conditional on the previous block.
 
 One broker wins the ephemeral /controller node and is the controller: it
 watches brokers come and go and applies Kafka's election rules
