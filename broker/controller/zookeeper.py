@@ -99,6 +99,25 @@ def _topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
 
 
+def registration_json(reg: BrokerRegistration) -> bytes:
+    """A broker's /brokers/ids/N node, as Kafka writes it (version 5)."""
+    return _json(
+        {
+            "version": 5,
+            "host": reg.endpoints[0].host,
+            "port": reg.endpoints[0].port,
+            "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in reg.endpoints],
+            "listener_security_protocol_map": {
+                e.listener: e.security_protocol for e in reg.endpoints
+            },
+            "rack": reg.rack,
+            "jmx_port": -1,
+            "timestamp": str(int(time.time() * 1000)),
+            "features": {},
+        }
+    )
+
+
 def state_path(topic: str, index: int) -> str:
     return f"/brokers/topics/{topic}/partitions/{index}/state"
 
@@ -245,21 +264,7 @@ class ZkMetadataBackend:
         after kill -9) is waited out, as Kafka does."""
         reg = self._registration
         assert reg is not None
-        data = _json(
-            {
-                "version": 5,
-                "host": reg.endpoints[0].host,
-                "port": reg.endpoints[0].port,
-                "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in reg.endpoints],
-                "listener_security_protocol_map": {
-                    e.listener: e.security_protocol for e in reg.endpoints
-                },
-                "rack": reg.rack,
-                "jmx_port": -1,
-                "timestamp": str(int(time.time() * 1000)),
-                "features": {},
-            }
-        )
+        data = registration_json(reg)
         deadline = time.monotonic() + self._session_timeout + 10
         path = f"/brokers/ids/{self.node_id}"
         while True:

@@ -17,7 +17,7 @@ import trio
 from kazoo.client import KazooClient
 
 from broker.controller.api import ControllerError
-from broker.controller.zookeeper import ZkMetadataBackend, state_path
+from broker.controller.zookeeper import ZkMetadataBackend, registration_json, state_path
 from broker.metadata.image import BrokerRegistration, Endpoint, MetadataImage
 from broker.metadata.publisher import MetadataCache
 from wire.error_codes import ErrorCode
@@ -27,16 +27,8 @@ pytestmark = pytest.mark.slow
 TP = ("t", 0)
 
 
-def _broker_json(node_id: int) -> bytes:
-    return json.dumps(
-        {
-            "version": 5,
-            "host": "127.0.0.1",
-            "port": 9000 + node_id,
-            "endpoints": [f"PLAINTEXT://127.0.0.1:{9000 + node_id}"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-        }
-    ).encode()
+def _registration(node_id: int) -> BrokerRegistration:
+    return BrokerRegistration(node_id, (Endpoint("PLAINTEXT", "127.0.0.1", 9000 + node_id),))
 
 
 def test_alter_partition_answers_from_zookeeper_itself(zookeeper):
@@ -64,8 +56,7 @@ def test_alter_partition_answers_from_zookeeper_itself(zookeeper):
         cache = MetadataCache(MetadataImage("", -1))
         backend = ZkMetadataBackend(zookeeper.connect + root, cache, node_id=1)
         async with trio.open_nursery() as nursery:
-            me = BrokerRegistration(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9001),))
-            await backend.start(me, nursery)
+            await backend.start(_registration(1), nursery)
             await backend.create_topic("t", {0: [1, 2]}, {})
             p = cache.image.partition(*TP)
             assert (p.leader, p.isr) == (1, (1,))
@@ -75,7 +66,7 @@ def test_alter_partition_answers_from_zookeeper_itself(zookeeper):
             await refused(backend, ErrorCode.INELIGIBLE_REPLICA, 1, *epochs, [1, 2])
             # Registered in ZooKeeper but not yet in broker 1's image: ZooKeeper
             # is asked, so broker 2 may join at once.
-            other.create("/brokers/ids/2", _broker_json(2), ephemeral=True)
+            other.create("/brokers/ids/2", registration_json(_registration(2)), ephemeral=True)
             await refused(backend, ErrorCode.FENCED_LEADER_EPOCH, 2, *epochs, [2])
             await refused(backend, ErrorCode.INVALID_UPDATE_VERSION, 1, epochs[0], 7, [1, 2])
             changed = await backend.alter_partition(TP, 1, *epochs, [1, 2])
