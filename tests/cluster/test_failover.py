@@ -196,7 +196,7 @@ def test_an_isr_change_whose_answer_was_lost_still_counts(cluster):
     first.produce(topic, b"before the cut", partition=0)
     assert first.flush(30) == 0
     wait_until(lambda: zk_state()[2] == [leader], f"broker {follower} to leave the ISR")
-    cluster.zk_proxies[leader].mute_replies_after(_zookeeper_set_data)
+    cluster.zk_proxies[leader].mute_replies(after=_zookeeper_set_data)
     cluster.heal_link(follower, leader)
     wait_until(
         lambda: sorted(zk_state()[2]) == [leader, follower],

@@ -27,7 +27,7 @@ process that must be told the proxy's port before it picks its own.
 Half a cut: `mute_replies()` forwards what clients send and drops what the
 target answers, on live connections and new ones: requests arrive and are
 acted on, their answers are lost (a write applied whose reply never came
-back); the client notices only by its own timeouts. `mute_replies_after(f)`
+back); the client notices only by its own timeouts. `mute_replies(after=f)`
 does it from the first chunk a client sends that `f` picks (that chunk is
 still forwarded): the answer to that very request is the first lost.
 `heal()` ends it and resets the connections that lost bytes.
@@ -183,7 +183,7 @@ class TcpProxy:
         self.port: int = self._listener.getsockname()[1]
         self.mode = OPEN
         self.replies_muted = False
-        # Picks the client chunk from which replies are muted (mute_replies_after).
+        # Picks the client chunk from which replies are muted (mute_replies(after=)).
         self._mute_trigger: Callable[[bytes], bool] | None = None
         # Processes cut off by cut_from(), and the mode their connections get.
         self.cut_sources: dict[int, str] = {}
@@ -254,15 +254,15 @@ class TcpProxy:
                         self._held.remove(sock)
                 _reset(sock)
 
-    def mute_replies(self) -> None:
-        """From now on the target's bytes are dropped and the clients' still
-        forwarded, on every connection."""
-        self.replies_muted = True
-
-    def mute_replies_after(self, request: Callable[[bytes], bool]) -> None:
-        """mute_replies() once a client sends a chunk `request` picks; muted
-        before that chunk is forwarded, so its answer cannot slip through."""
-        self._mute_trigger = request
+    def mute_replies(self, after: Callable[[bytes], bool] | None = None) -> None:
+        """From now on (or once a client sends a chunk `after` picks) the
+        target's bytes are dropped and the clients' still forwarded, on every
+        connection. Muted before that chunk is forwarded, so its answer
+        cannot slip through."""
+        if after is None:
+            self.replies_muted = True
+        else:
+            self._mute_trigger = after
 
     def _maybe_mute(self, data: bytes) -> None:
         trigger = self._mute_trigger

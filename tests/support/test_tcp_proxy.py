@@ -182,7 +182,7 @@ def test_muted_replies_are_lost_while_requests_still_arrive(proxy, echo):
 
 def test_replies_are_muted_from_the_request_picked(proxy, echo):
     with connect(proxy) as sock:
-        proxy.mute_replies_after(lambda chunk: chunk.startswith(b"write"))
+        proxy.mute_replies(after=lambda chunk: chunk.startswith(b"write"))
         assert roundtrip(sock, b"read") == b"read"
         sock.settimeout(0.5)
         sock.sendall(b"write it")
