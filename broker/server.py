@@ -22,6 +22,7 @@ finish, flush and checkpoint the logs, return.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -198,7 +199,19 @@ class Broker:
             self.replicas.start(nursery)
             listeners = []
             for name, host, port in self.config.listeners:
-                bound = await trio.open_tcp_listeners(port, host=host or None)
+                bound = await trio.open_tcp_listeners(
+                    port, host=host or None, backlog=self.config.socket_listen_backlog_size
+                )
+                if self.config.socket_receive_buffer_bytes != -1:
+                    # On the listening socket, as Kafka sets it: accepted
+                    # sockets inherit it, and the window a client is offered
+                    # is fixed by it already in the handshake.
+                    for listener in bound:
+                        listener.socket.setsockopt(
+                            socket.SOL_SOCKET,
+                            socket.SO_RCVBUF,
+                            self.config.socket_receive_buffer_bytes,
+                        )
                 listeners.append((name, bound))
                 sockname = bound[0].socket.getsockname()
                 self.bound.append((name, sockname[0], sockname[1]))
@@ -235,6 +248,13 @@ class Broker:
             )
 
     async def _handle(self, stream: trio.SocketStream, listener: str) -> None:
+        if self.config.socket_send_buffer_bytes != -1:
+            try:
+                stream.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_SNDBUF, self.config.socket_send_buffer_bytes
+                )
+            except OSError as e:  # the client already gone: run() ends it
+                log.debug("SO_SNDBUF not set: %s", e)
         conn = Connection(self.dispatcher, self.limits, stream, listener)
         self._connections.add(conn)
         try:

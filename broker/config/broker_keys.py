@@ -84,11 +84,14 @@ _KEYS: list[ConfigKey] = [
     define_key("num.io.threads", I, 8, "Accepted, unused (Gregor runs on one Trio event loop).", at_least(1), CLUSTER_WIDE),
     define_key("message.max.bytes", I, 1048588, "The largest record batch size allowed (after compression); per topic: max.message.bytes.", at_least(0), CLUSTER_WIDE),
     define_key("socket.request.max.bytes", I, 104857600, "The maximum number of bytes in a socket request.", at_least(1)),
-    define_key("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of server sockets (-1: OS default)."),
-    define_key("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of server sockets (-1: OS default)."),
+    # -1 by default where Kafka has 102400: Linux then sizes each connection's
+    # buffers to its traffic (to megabytes on a busy one); fixed at 100 KB,
+    # Gregor used 1.14-1.55x the broker CPU per GiB consumed (README, "Running it").
+    define_key("socket.send.buffer.bytes", I, -1, "SO_SNDBUF of accepted connections; -1 (Gregor's default, Kafka's is 102400): the OS's, which grows with the traffic."),
+    define_key("socket.receive.buffer.bytes", I, -1, "SO_RCVBUF of accepted connections; -1 (Gregor's default, Kafka's is 102400): the OS's, which grows with the traffic."),
     define_key("socket.listen.backlog.size", I, 50, "Maximum number of pending connections on a listening socket.", at_least(1)),
     define_key("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
-    define_key("queued.max.requests", I, 500, "Requests a connection may have in flight before reading pauses.", at_least(1)),
+    define_key("queued.max.requests", I, 500, "Accepted, unused (Gregor handles the requests of a connection one at a time, in order).", at_least(1)),
     define_key("request.timeout.ms", I, 30000, "Timeout of the broker's own requests to other brokers."),
     define_key("fetch.max.bytes", I, 57671680, "The maximum number of bytes returned for a fetch request.", at_least(1024)),
     define_key("max.incremental.fetch.session.cache.slots", I, 1000, "The maximum number of incremental fetch sessions kept.", at_least(0)),

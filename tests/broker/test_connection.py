@@ -8,6 +8,7 @@ seen byte for byte.
 
 from __future__ import annotations
 
+import socket
 import struct
 
 import trio
@@ -302,3 +303,34 @@ def test_a_stop_sends_the_answers_still_queued_before_closing(tmp_path):
             assert await client.receive_frame() is None
 
     run(tmp_path, scenario)
+
+
+def _kernel_size(option: int, requested: int) -> int:
+    """What the kernel makes of a socket buffer size asked for (Linux doubles it)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, option, requested)
+        return probe.getsockopt(socket.SOL_SOCKET, option)
+
+
+def test_the_socket_buffer_settings_apply_to_the_clients_sockets(tmp_path):
+    """socket.send.buffer.bytes and socket.receive.buffer.bytes set the
+    SO_SNDBUF and SO_RCVBUF of every accepted connection, as in Kafka."""
+
+    async def scenario(broker, _):
+        client = await _socket_client(broker)
+        await _api_versions(client, 1)
+        (conn,) = broker._connections
+        accepted = conn.stream.socket
+        assert accepted.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == _kernel_size(
+            socket.SO_SNDBUF, 50_000
+        )
+        assert accepted.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == _kernel_size(
+            socket.SO_RCVBUF, 60_000
+        )
+        await client.stream.aclose()
+
+    run(
+        tmp_path,
+        scenario,
+        **{"socket.send.buffer.bytes": 50_000, "socket.receive.buffer.bytes": 60_000},
+    )
