@@ -115,6 +115,9 @@ class Connection:
         # Responses handed to the writer and not yet sent: while any are, a
         # new one must queue behind them to keep the order.
         self._queued = 0
+        # Made by run(); the writer's queue and task only once an answer waits.
+        self._nursery: trio.Nursery | None = None
+        self._writer_queue: trio.MemorySendChannel[list] | None = None
         # The socket's descriptor for sending at once (None: not a socket).
         self._fd: int | None = (
             stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
@@ -148,12 +151,15 @@ class Connection:
             trio.lowlevel.notify_closing(self.stream.socket)  # type: ignore[attr-defined]
 
     async def run(self) -> None:
-        send, receive = trio.open_memory_channel(_MAX_QUEUED_RESPONSES)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write_responses, receive)
-                async with send:
-                    await self._read_requests(send)
+                self._nursery = nursery
+                try:
+                    await self._read_requests()
+                finally:
+                    if self._writer_queue is not None:
+                        # The writer sends what is queued, then ends.
+                        await self._writer_queue.aclose()
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.debug("connection %s ended: %s", self.peer, group.exceptions[0])
         finally:
@@ -162,7 +168,7 @@ class Connection:
 
     # --- reading ----------------------------------------------------------
 
-    async def _read_requests(self, send) -> None:
+    async def _read_requests(self) -> None:
         splitter = FrameSplitter(self.limits.socket_request_max_bytes)
         idle_seconds = self.limits.connections_max_idle_ms / 1000
         unyielded = 0
@@ -239,7 +245,18 @@ class Connection:
                     if response is None:
                         continue
                 self._queued += 1
-                await send.send(response)
+                await self._queue_for_writer(response)
+
+    async def _queue_for_writer(self, response: list) -> None:
+        if self._writer_queue is None:
+            # The writer task and its queue are made for the first answer
+            # that has to wait: most connections never need them, and an
+            # idle one kept both (about 4 KB of a connection's 10).
+            assert self._nursery is not None  # answers come only from run()
+            send, receive = trio.open_memory_channel[list](_MAX_QUEUED_RESPONSES)
+            self._writer_queue = send
+            self._nursery.start_soon(self._write_responses, receive)
+        await self._writer_queue.send(response)
 
     async def handle_frame(self, frame: bytes | bytearray) -> list | None:
         """Handle one request; the encoded response as parts, or None (acks=0)."""
