@@ -124,18 +124,23 @@ class ReplicaFetcher:
         for partition in wanted:
             by_topic.setdefault(partition.topic, []).append(partition)
         topics = []
+        # What each partition was fetched as (its epoch and log end): the
+        # answer applies only while that is still so, as in Kafka's fetcher.
+        asked: dict[TopicPartition, tuple[int, int]] = {}
         for name, partitions in by_topic.items():
             topic = image.topic(name)
             if topic is None:
                 continue
+            for p in partitions:
+                asked[p.tp] = (p.leader_epoch, p.log_end_offset)
             topics.append(
                 {
                     "topic_id": topic.topic_id,
                     "partitions": [
                         {
                             "partition": p.index,
-                            "current_leader_epoch": p.leader_epoch,
-                            "fetch_offset": p.log_end_offset,
+                            "current_leader_epoch": asked[p.tp][0],
+                            "fetch_offset": asked[p.tp][1],
                             "last_fetched_epoch": _last_fetched_epoch(p),
                             "log_start_offset": p.log_start_offset,
                             "partition_max_bytes": self.settings.max_bytes,
@@ -176,9 +181,18 @@ class ReplicaFetcher:
             if topic_name is None:
                 continue  # deleted while the fetch was out
             for pdata in t.partitions:
-                fetched = self.partitions.get((topic_name, pdata.partition_index))
+                tp = (topic_name, pdata.partition_index)
+                fetched = self.partitions.get(tp)
                 if fetched is None:
                     continue  # removed while the fetch was out
+                if asked.get(tp) != (fetched.leader_epoch, fetched.log_end_offset):
+                    # Its epoch or log end moved while the fetch was out (a
+                    # truncation still finishing from before a leader change,
+                    # a new leadership): records fetched from the old end
+                    # would leave a gap, a divergence would be stale. The
+                    # next fetch asks again from where the log is now.
+                    log.debug("%r changed while its fetch was out: answer dropped", fetched)
+                    continue
                 backoff |= not await self._process(fetched, pdata)
         if backoff:
             await trio.sleep(self.settings.backoff_ms / 1000)

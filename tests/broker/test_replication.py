@@ -13,7 +13,9 @@ import os
 
 import trio
 
+from broker.registry import BoundHandler
 from tests.broker.in_process_cluster import Cluster
+from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.records import RecordInput, build_batch, iter_batches, iter_records
 
@@ -241,3 +243,52 @@ def test_a_reassignment_copies_the_data_then_drops_the_old_replica(tmp_path):
         assert not os.path.exists(old_log)
 
     run(tmp_path, scenario)
+
+
+def test_a_fetch_answer_for_a_log_that_moved_meanwhile_is_not_applied(tmp_path):
+    """A follower's log end can move while its Fetch is out: a truncation
+    from before a leader change finishing in its worker thread. The answer,
+    records from the old end on, must not be appended at the new end (a gap
+    in the replica, for good); the follower asks again from where its log
+    is, and ends with the leader's log record for record (Kafka's fetcher
+    drops such an answer the same way)."""
+
+    async def scenario(cluster, nursery):
+        topic = await cluster.brokers[1].topics.create("t", 1, 2)
+        reg = topic.partitions[0]
+        (follower_id,) = [n for n in reg.replicas if n != reg.leader]
+        leader_broker = cluster.brokers[reg.leader]
+        leader = leader_broker.replicas.get("t", 0)
+        follower = cluster.brokers[follower_id].replicas.get("t", 0)
+        # The fault hook: the leader's Fetch handler, wrapped. Once armed, the
+        # first answer carrying records has the follower's log cut back to 2
+        # before the follower reads it.
+        bound = leader_broker.dispatcher.handlers[ApiKey.FETCH]
+        armed = trio.Event()
+        moved = trio.Event()
+
+        async def fetch(ctx, request):
+            response = await bound.call(ctx, request)
+            carries_records = any(
+                len(p["records"] or b"") for t in response["responses"] for p in t["partitions"]
+            )
+            if armed.is_set() and not moved.is_set() and carries_records:
+                follower.truncate_to(2)
+                moved.set()
+            return response
+
+        # Before the follower's first Fetch is parked in the handler.
+        leader_broker.dispatcher.handlers[ApiKey.FETCH] = BoundHandler(bound.spec, fetch)
+        for i in range(5):
+            leader.append_as_leader(tagged(f"a{i}"))
+        await until(lambda: follower.log_end_offset == 5, "the follower caught up")
+        armed.set()
+        for i in range(3):
+            leader.append_as_leader(tagged(f"b{i}"))
+        with trio.fail_after(DEADLINE):
+            await moved.wait()
+        await until(lambda: follower.log_end_offset == 8, "the follower caught up again")
+        assert values_of(follower) == values_of(leader)
+        assert [offset for offset, _ in values_of(follower)] == list(range(8))
+
+    run(tmp_path, scenario, n=2)
