@@ -89,7 +89,13 @@ _KEYS: list[ConfigKey] = [
     # Gregor used 1.14-1.55x the broker CPU per GiB consumed (README, "Running it").
     define_key("socket.send.buffer.bytes", I, -1, "SO_SNDBUF of accepted connections; -1 (Gregor's default, Kafka's is 102400): the OS's, which grows with the traffic."),
     define_key("socket.receive.buffer.bytes", I, -1, "SO_RCVBUF of accepted connections; -1 (Gregor's default, Kafka's is 102400): the OS's, which grows with the traffic."),
-    define_key("socket.listen.backlog.size", I, 50, "Maximum number of pending connections on a listening socket.", at_least(1)),
+    # 4096 where Kafka has 50: Kafka accepts on a thread of its own, Gregor on
+    # the event loop that also serves requests, so a burst of clients (all
+    # reconnecting after a restart) can find a busy loop; beyond the backlog
+    # Linux drops their SYNs and they retry after a second. 4096 is Linux's
+    # usual cap (net.core.somaxconn), what Gregor listened with before the key
+    # was applied.
+    define_key("socket.listen.backlog.size", I, 4096, "Maximum number of pending connections on a listening socket (Gregor's default 4096, Kafka's 50; Linux caps it at net.core.somaxconn).", at_least(1)),
     define_key("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
     define_key("queued.max.requests", I, 500, "Accepted, unused (Gregor handles the requests of a connection one at a time, in order).", at_least(1)),
     define_key("request.timeout.ms", I, 30000, "Timeout of the broker's own requests to other brokers."),

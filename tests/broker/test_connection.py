@@ -8,6 +8,7 @@ seen byte for byte.
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 
@@ -334,3 +335,39 @@ def test_the_socket_buffer_settings_apply_to_the_clients_sockets(tmp_path):
         scenario,
         **{"socket.send.buffer.bytes": 50_000, "socket.receive.buffer.bytes": 60_000},
     )
+
+
+def _handshakes_while_the_loop_is_busy(broker, count: int) -> int:
+    """Connect `count` clients at once while the broker's event loop cannot
+    accept (this test holds it): how many the kernel completes, which is
+    what the listen backlog holds."""
+    host, port = broker.bound[0][1:]
+    clients = [socket.socket() for _ in range(count)]
+    try:
+        for client in clients:
+            client.setblocking(False)
+            client.connect_ex((host, port))
+        # On loopback a handshake completes, or its SYN is dropped, within the
+        # connect; a dropped SYN is retried only after a second.
+        _, connected, _ = select.select([], clients, [], 0.2)
+        return sum(1 for c in connected if c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_a_burst_of_clients_is_taken_while_the_loop_is_busy(tmp_path):
+    """Gregor accepts on the event loop that serves requests: by default its
+    listen backlog (4096, Kafka's is 50) holds a burst of clients the loop
+    has not accepted yet, and socket.listen.backlog.size sets it."""
+
+    async def scenario(broker, _):
+        assert _handshakes_while_the_loop_is_busy(broker, 100) == 100
+
+    run(tmp_path, scenario)
+
+    async def small_backlog(broker, _):
+        # Linux takes one more than the backlog.
+        assert _handshakes_while_the_loop_is_busy(broker, 100) <= 3
+
+    run(tmp_path / "small", small_backlog, **{"socket.listen.backlog.size": 2})
