@@ -65,7 +65,7 @@ def default_backend(cache: MetadataCache, config: BrokerConfig) -> MetadataBacke
     """A cluster's ZooKeeper with zookeeper.connect, else the embedded single node."""
     if config.single_node:
         store = LocalMetadataStore(Path(config.log_dirs[0]) / METADATA_FILE)
-        return LocalController(store, cache, config.node_id)
+        return LocalController(store, cache, config.node_id, cluster_id=config["gregor.cluster.id"])
     from broker.controller.zookeeper import ZkMetadataBackend
 
     return ZkMetadataBackend(
@@ -78,6 +78,7 @@ def default_backend(cache: MetadataCache, config: BrokerConfig) -> MetadataBacke
         auto_leader_rebalance=config["auto.leader.rebalance.enable"],
         leader_imbalance_check_interval_s=config["leader.imbalance.check.interval.seconds"],
         leader_imbalance_percentage=config["leader.imbalance.per.broker.percentage"],
+        cluster_id=config["gregor.cluster.id"],
     )
 
 

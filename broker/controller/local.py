@@ -156,10 +156,19 @@ class LocalController:
     # never hands out an id twice.
     PRODUCER_ID_BLOCK = 1000
 
-    def __init__(self, store: LocalMetadataStore, cache: MetadataCache, node_id: int):
+    def __init__(
+        self,
+        store: LocalMetadataStore,
+        cache: MetadataCache,
+        node_id: int,
+        cluster_id: str | None = None,
+    ):
+        """`cluster_id`: the id a new cluster's metadata gets (gregor.cluster.id;
+        None: generated); stored metadata keeps the id it has."""
         self.store = store
         self.cache = cache
         self.node_id = node_id
+        self.cluster_id = cluster_id
         self._lock = trio.Lock()
         self._image = cache.image
         self._next_producer_id = 0
@@ -170,7 +179,9 @@ class LocalController:
         loaded = self.store.load()
         if loaded is not None:
             return loaded
-        image = MetadataImage(cluster_id=new_cluster_id(), controller_id=self.node_id)
+        image = MetadataImage(
+            cluster_id=self.cluster_id or new_cluster_id(), controller_id=self.node_id
+        )
         self.store.save(image, 0)
         return image, 0
 

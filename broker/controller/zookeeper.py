@@ -159,8 +159,13 @@ class ZkMetadataBackend:
         auto_leader_rebalance: bool = True,
         leader_imbalance_check_interval_s: int = 300,
         leader_imbalance_percentage: int = 10,
+        cluster_id: str | None = None,
     ):
+        """`cluster_id`: the id this node writes to /cluster/id when it is the
+        first of a new cluster (gregor.cluster.id; None: generated); a cluster
+        that has one keeps it."""
         self.cache = cache
+        self.cluster_id = cluster_id
         self.node_id = node_id
         self.unclean_leader_election = unclean_leader_election
         self.auto_leader_rebalance = auto_leader_rebalance
@@ -255,7 +260,9 @@ class ZkMetadataBackend:
         ):
             self.zk.ensure_path(path)
         try:
-            self.zk.create("/cluster/id", _json({"version": "1", "id": new_cluster_id()}))
+            self.zk.create(
+                "/cluster/id", _json({"version": "1", "id": self.cluster_id or new_cluster_id()})
+            )
         except NodeExistsError:
             pass
 

@@ -7,7 +7,10 @@ one; one in 64 random uuids would.
 
 import base64
 
+from confluent_kafka.admin import AdminClient
+
 from broker.metadata.image import new_cluster_id
+from tests.support.gregor import GregorNode
 from tools.run_kafka import random_cluster_id
 
 
@@ -26,3 +29,26 @@ def test_cluster_ids_for_apache_kafka_nodes_never_start_with_a_dash():
     ids = [random_cluster_id() for _ in range(2000)]
     assert all(len(i) == 22 and _decodes_to_a_uuid(i) for i in ids)
     assert not [i for i in ids if i.startswith("-")]
+
+
+def test_gregor_cluster_id_names_a_new_cluster_and_a_stored_one_keeps_its_own(tmp_path):
+    """gregor.cluster.id (what kafka-storage format -t sets for Kafka) is
+    the id a new node's metadata gets, and what clients then see; a node
+    whose metadata is stored keeps that id whatever the setting says."""
+    chosen = new_cluster_id()
+    node = GregorNode(tmp_path / "data", {"gregor.cluster.id": chosen}).start()
+    try:
+        assert (
+            AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(timeout=10).cluster_id
+            == chosen
+        )
+    finally:
+        node.stop()
+    node = GregorNode(tmp_path / "data", {"gregor.cluster.id": new_cluster_id()}).start()
+    try:
+        assert (
+            AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(timeout=10).cluster_id
+            == chosen
+        )
+    finally:
+        node.stop()
