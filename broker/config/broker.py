@@ -251,10 +251,6 @@ class BrokerConfig:
         """No zookeeper.connect: this broker is its own controller, metadata in a file."""
         return not self["zookeeper.connect"]
 
-    @property
-    def metrics_port(self) -> int | None:
-        return self["gregor.metrics.port"]
-
     # --- validation ------------------------------------------------------------------
 
     def _validate(self) -> None:

@@ -100,7 +100,7 @@ _KEYS: list[ConfigKey] = [
     define_key("queued.max.requests", I, 500, "Accepted, unused (Gregor handles the requests of a connection one at a time, in order).", at_least(1)),
     define_key("request.timeout.ms", I, 30000, "Timeout of the broker's own requests to other brokers."),
     define_key("fetch.max.bytes", I, 57671680, "The maximum number of bytes returned for a fetch request.", at_least(1024)),
-    define_key("max.incremental.fetch.session.cache.slots", I, 1000, "The maximum number of incremental fetch sessions kept.", at_least(0)),
+    define_key("max.incremental.fetch.session.cache.slots", I, 1000, "Accepted, unused: Gregor keeps no fetch sessions (every Fetch is answered in full, with session id 0, which clients accept).", at_least(0)),
     define_key("delete.topic.enable", B, True, "When false, DeleteTopics is rejected."),
     define_key("auto.create.topics.enable", B, True, "Create a topic when a client asks for its metadata."),
     define_key("num.partitions", I, 1, "Default number of partitions of a new topic.", at_least(1)),
@@ -188,8 +188,8 @@ _KEYS: list[ConfigKey] = [
     define_key("zookeeper.session.timeout.ms", I, 18000, "ZooKeeper session timeout."),
     define_key("zookeeper.connection.timeout.ms", I, None, "Maximum wait for a ZooKeeper connection; if unset, zookeeper.session.timeout.ms."),
     # --- Gregor's own ---------------------------------------------------------------
-    define_key("gregor.metrics.port", I, None, "Gregor-specific: port of the Prometheus metrics HTTP endpoint (unset: disabled; 0: a free port).", _port),
-    define_key("gregor.metrics.host", S, "localhost", "Gregor-specific: address the metrics endpoint binds."),
+    define_key("gregor.metrics.port", I, None, "Gregor-specific, reserved: the port of a Prometheus metrics endpoint, which Gregor does not serve yet (accepted and checked, unused).", _port),
+    define_key("gregor.metrics.host", S, "localhost", "Gregor-specific, reserved: the address of that metrics endpoint (accepted, unused)."),
     define_key("gregor.transaction.version", SH, 2, "Gregor-specific: the level of the transaction.version feature this broker finalizes and advertises in ApiVersions (Kafka sets it with kafka-storage format --feature or kafka-features). 2: transactions v2 (KIP-890 part 2), which Kafka 4.x clients then use; 0 or 1: clients use transactions v1. Set it alike on every broker of a cluster.", between(0, 2)),
     define_key("gregor.cluster.id", S, None, "Gregor-specific: cluster id used when this node creates new cluster metadata (Kafka keeps it in meta.properties, set by kafka-storage format). Unset: generated.", _cluster_id),
 ]
