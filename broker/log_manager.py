@@ -9,8 +9,11 @@ the cluster no longer has (deleted while this broker was down), removes the
 clean-shutdown markers and writes fresh checkpoints.
 
 While running: retention every `log.retention.check.interval.ms`, the flushes
-the flush policy asks for every `log.flush.scheduler.interval.ms`, checkpoints
-every `log.flush.offset.checkpoint.interval.ms`, and the log cleaner. Every
+the flush policy asks for every `log.flush.scheduler.interval.ms`, the
+recovery-point checkpoint every `log.flush.offset.checkpoint.interval.ms`, the
+log-start one every `log.flush.start.offset.checkpoint.interval.ms`, the
+high-watermark one every `replica.high.watermark.checkpoint.interval.ms`
+(Kafka's three settings), and the log cleaner. Every
 disk wait runs in a worker thread so the event loop keeps serving; the
 blocking methods say so and are called through `trio.to_thread`.
 
@@ -26,6 +29,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 
@@ -58,6 +62,8 @@ class LogDuties:
     checkpoint_interval_ms: int
     cleaner_enable: bool
     cleaner_backoff_ms: int
+    log_start_checkpoint_interval_ms: int = 60_000
+    high_watermark_checkpoint_interval_ms: int = 5_000
 
 
 class LogManager:
@@ -197,8 +203,10 @@ class LogManager:
                     "%s: cannot write the clean-shutdown marker (next start recovers): %s", d, e
                 )
 
-    def write_checkpoints(self) -> None:
-        """Blocking: recovery points, log start offsets and high watermarks per dir."""
+    def write_checkpoints(
+        self, kinds: tuple[str, ...] = ("recovery point", "log start", "high watermark")
+    ) -> None:
+        """Blocking: the checkpoints of `kinds` (all three by default) per dir."""
         by_dir: dict[str, list[tuple[TopicPartition, UnifiedLog]]] = {d: [] for d in self.log_dirs}
         for tp, plog in list(self.logs.items()):
             by_dir[self._dir_of[tp]].append((tp, plog))
@@ -206,9 +214,12 @@ class LogManager:
             if d in self._offline_dirs:
                 continue
             try:
-                write_recovery_points(d, {tp: p.recovery_point for tp, p in entries})
-                write_log_start_offsets(d, {tp: p.log_start_offset for tp, p in entries})
-                write_high_watermarks(d, {tp: p.high_watermark for tp, p in entries})
+                if "recovery point" in kinds:
+                    write_recovery_points(d, {tp: p.recovery_point for tp, p in entries})
+                if "log start" in kinds:
+                    write_log_start_offsets(d, {tp: p.log_start_offset for tp, p in entries})
+                if "high watermark" in kinds:
+                    write_high_watermarks(d, {tp: p.high_watermark for tp, p in entries})
             except OSError as e:
                 log.error("writing checkpoints in %s: %s", d, e)
 
@@ -224,7 +235,12 @@ class LogManager:
             async with trio.open_nursery() as duties:
                 duties.start_soon(self._every, d.retention_check_interval_ms, self._retention)
                 duties.start_soon(self._every, d.flush_scheduler_interval_ms, self._flush_due)
-                duties.start_soon(self._every, d.checkpoint_interval_ms, self._checkpoint)
+                for interval_ms, kind in (
+                    (d.checkpoint_interval_ms, "recovery point"),
+                    (d.log_start_checkpoint_interval_ms, "log start"),
+                    (d.high_watermark_checkpoint_interval_ms, "high watermark"),
+                ):
+                    duties.start_soon(self._every, interval_ms, partial(self._checkpoint, kind))
                 if d.cleaner_enable:
                     duties.start_soon(self._run_cleaner)
         self._duties_done.set()
@@ -243,7 +259,7 @@ class LogManager:
             try:
                 await duty()
             except Exception:
-                log.exception("background duty %s failed", duty.__name__)
+                log.exception("background duty %r failed", duty)
 
     def _was_removed(self, tp: TopicPartition, plog: UnifiedLog) -> bool:
         """Deleted (its log closed) while a duty was going through the logs."""
@@ -274,8 +290,8 @@ class LogManager:
                 if not self._was_removed(tp, plog):
                     log.warning("flushing %r failed: %s", plog, e)
 
-    async def _checkpoint(self) -> None:
-        await trio.to_thread.run_sync(self.write_checkpoints)
+    async def _checkpoint(self, kind: str) -> None:
+        await trio.to_thread.run_sync(self.write_checkpoints, (kind,))
 
     async def _run_cleaner(self) -> None:
         """Kafka's log cleaner thread: compact the compacted log that needs it

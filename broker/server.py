@@ -102,6 +102,8 @@ class Broker:
                 checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
                 cleaner_enable=config.log_cleaner_enable,
                 cleaner_backoff_ms=config.log_cleaner_backoff_ms,
+                log_start_checkpoint_interval_ms=config.log_flush_start_offset_checkpoint_interval_ms,
+                high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             ),
         )
         self.replicas = ReplicaManager(
