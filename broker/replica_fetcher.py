@@ -46,6 +46,7 @@ class FetcherSettings:
     max_bytes: int = 1048576
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
+    socket_timeout_ms: int = 30000
 
 
 class ReplicaFetcher:
@@ -166,7 +167,12 @@ class ReplicaFetcher:
         }
         connection = self._leader_connection()
         response = await connection.request(
-            ApiKey.FETCH, FETCH_VERSION, request, timeout=self.settings.max_wait_ms / 1000 + 30
+            ApiKey.FETCH,
+            FETCH_VERSION,
+            request,
+            # Kafka refuses a socket timeout below the wait the leader may
+            # take; here it is stretched to that wait and a second more.
+            timeout=max(self.settings.socket_timeout_ms, self.settings.max_wait_ms + 1000) / 1000,
         )
         if response.error_code != ErrorCode.NONE:
             log.info(

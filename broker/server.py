@@ -121,6 +121,7 @@ class Broker:
                     max_bytes=config["replica.fetch.max.bytes"],
                     response_max_bytes=config["replica.fetch.response.max.bytes"],
                     backoff_ms=config["replica.fetch.backoff.ms"],
+                    socket_timeout_ms=config["replica.socket.timeout.ms"],
                 ),
                 lambda: self.metadata.image,
             ),
