@@ -66,6 +66,15 @@ class LogDuties:
     high_watermark_checkpoint_interval_ms: int = 5_000
 
 
+# Kafka's three offset checkpoints of a log dir: how each is written, and
+# the log's value it holds.
+_CHECKPOINTS = {
+    "recovery point": (write_recovery_points, "recovery_point"),
+    "log start": (write_log_start_offsets, "log_start_offset"),
+    "high watermark": (write_high_watermarks, "high_watermark"),
+}
+
+
 class LogManager:
     def __init__(self, log_dirs: list[str], duties: LogDuties):
         self.log_dirs = [str(d) for d in log_dirs]
@@ -203,10 +212,8 @@ class LogManager:
                     "%s: cannot write the clean-shutdown marker (next start recovers): %s", d, e
                 )
 
-    def write_checkpoints(
-        self, kinds: tuple[str, ...] = ("recovery point", "log start", "high watermark")
-    ) -> None:
-        """Blocking: the checkpoints of `kinds` (all three by default) per dir."""
+    def write_checkpoints(self, kinds: tuple[str, ...] = tuple(_CHECKPOINTS)) -> None:
+        """Blocking: the checkpoints of `kinds` (of _CHECKPOINTS; all by default) per dir."""
         by_dir: dict[str, list[tuple[TopicPartition, UnifiedLog]]] = {d: [] for d in self.log_dirs}
         for tp, plog in list(self.logs.items()):
             by_dir[self._dir_of[tp]].append((tp, plog))
@@ -214,12 +221,9 @@ class LogManager:
             if d in self._offline_dirs:
                 continue
             try:
-                if "recovery point" in kinds:
-                    write_recovery_points(d, {tp: p.recovery_point for tp, p in entries})
-                if "log start" in kinds:
-                    write_log_start_offsets(d, {tp: p.log_start_offset for tp, p in entries})
-                if "high watermark" in kinds:
-                    write_high_watermarks(d, {tp: p.high_watermark for tp, p in entries})
+                for kind in kinds:
+                    write, field = _CHECKPOINTS[kind]
+                    write(d, {tp: getattr(p, field) for tp, p in entries})
             except OSError as e:
                 log.error("writing checkpoints in %s: %s", d, e)
 
