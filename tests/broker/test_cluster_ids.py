@@ -31,24 +31,21 @@ def test_cluster_ids_for_apache_kafka_nodes_never_start_with_a_dash():
     assert not [i for i in ids if i.startswith("-")]
 
 
+def _cluster_id_clients_see(data, setting: str) -> str:
+    """Start a node on `data` with gregor.cluster.id `setting`: the cluster
+    id its Metadata answers carry."""
+    node = GregorNode(data, {"gregor.cluster.id": setting}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        return admin.list_topics(timeout=10).cluster_id
+    finally:
+        node.stop()
+
+
 def test_gregor_cluster_id_names_a_new_cluster_and_a_stored_one_keeps_its_own(tmp_path):
     """gregor.cluster.id (what kafka-storage format -t sets for Kafka) is
     the id a new node's metadata gets, and what clients then see; a node
     whose metadata is stored keeps that id whatever the setting says."""
     chosen = new_cluster_id()
-    node = GregorNode(tmp_path / "data", {"gregor.cluster.id": chosen}).start()
-    try:
-        assert (
-            AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(timeout=10).cluster_id
-            == chosen
-        )
-    finally:
-        node.stop()
-    node = GregorNode(tmp_path / "data", {"gregor.cluster.id": new_cluster_id()}).start()
-    try:
-        assert (
-            AdminClient({"bootstrap.servers": node.bootstrap}).list_topics(timeout=10).cluster_id
-            == chosen
-        )
-    finally:
-        node.stop()
+    assert _cluster_id_clients_see(tmp_path / "data", chosen) == chosen
+    assert _cluster_id_clients_see(tmp_path / "data", new_cluster_id()) == chosen
