@@ -100,7 +100,7 @@ _KEYS: list[ConfigKey] = [
     define_key("queued.max.requests", I, 500, "Accepted, unused (Gregor handles the requests of a connection one at a time, in order).", at_least(1)),
     define_key("request.timeout.ms", I, 30000, "Timeout of the broker's own requests to other brokers."),
     define_key("fetch.max.bytes", I, 57671680, "The maximum number of bytes returned for a fetch request.", at_least(1024)),
-    define_key("max.incremental.fetch.session.cache.slots", I, 1000, "Accepted, unused: Gregor keeps no fetch sessions (every Fetch is answered in full, with session id 0, which clients accept).", at_least(0)),
+    define_key("max.incremental.fetch.session.cache.slots", I, 1000, "The most fetch sessions (KIP-227) the broker keeps; 0 answers every Fetch in full, with session id 0.", at_least(0)),
     define_key("delete.topic.enable", B, True, "When false, DeleteTopics is rejected."),
     define_key("auto.create.topics.enable", B, True, "Create a topic when a client asks for its metadata."),
     define_key("num.partitions", I, 1, "Default number of partitions of a new topic.", at_least(1)),

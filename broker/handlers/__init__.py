@@ -7,6 +7,7 @@ broker it uses.
 
 from __future__ import annotations
 
+from broker.fetch_sessions import FetchSessionCache
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.configs import ConfigsHandler
 from broker.handlers.describe_cluster import DescribeClusterHandler
@@ -47,7 +48,12 @@ def build_handlers(
         DescribeClusterHandler(metadata),
         DescribeTopicPartitionsHandler(metadata, replicas),
         ProduceHandler(metadata, replicas, topic_configs, verifier),
-        FetchHandler(metadata, replicas, config["replica.selector.class"]),
+        FetchHandler(
+            metadata,
+            replicas,
+            config["replica.selector.class"],
+            FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]),
+        ),
         OffsetsHandler(metadata, replicas),
         TopicAdminHandler(metadata, topics, config),
         ConfigsHandler(node_id, config, metadata, controller, topic_configs),

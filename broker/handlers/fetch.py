@@ -5,8 +5,10 @@ max_wait_ms, for an append (or a high watermark move) on any partition it
 reads, then reads again. Limits: max_bytes for the whole response and
 partition_max_bytes per partition, but the first partition with data always
 returns at least one whole batch (KIP-74) so a large record never blocks a
-consumer. Topic ids replace names from v13. Fetch sessions are not kept:
-every answer carries session id 0, which clients treat as a full fetch.
+consumer. Topic ids replace names from v13. From v7 a
+client may open a fetch session (KIP-227, broker/fetch_sessions.py): its later
+Fetches list only what changed, and are answered with only the partitions
+that have something new.
 
 Who is asking decides how far a read goes: a consumer (replica id -1) reads
 up to the high watermark (the last stable offset for read_committed); a
@@ -19,10 +21,12 @@ Records leave as file ranges that the connection sends with os.sendfile.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import trio
 
+from broker.fetch_sessions import INVALID_SESSION_ID, FetchContext, FetchSessionCache
 from broker.metadata.publisher import MetadataCache
 from broker.partition import PartitionError
 from broker.registry import handles
@@ -146,16 +150,24 @@ RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 class FetchHandler:
     def __init__(
-        self, metadata: MetadataCache, replicas: ReplicaManager, replica_selector: str | None
+        self,
+        metadata: MetadataCache,
+        replicas: ReplicaManager,
+        replica_selector: str | None,
+        sessions: FetchSessionCache,
     ):
         self.metadata = metadata
         self.replicas = replicas
         self.rack_aware = replica_selector == RACK_AWARE_SELECTOR
+        self.sessions = sessions
 
     @handles(ApiKey.FETCH, "4-17", error_response)
     async def fetch(self, ctx: RequestContext, request):
-        targets = self._resolve(ctx, request)
         replica_id = _replica_id(ctx, request)
+        context = self._session_context(ctx, request)
+        if context.error != ErrorCode.NONE:
+            return error_response(request, context.error)
+        targets = self._resolve(ctx, context.partitions, replica_id)
         if replica_id >= 0:
             self._record_follower_positions(targets, replica_id)
         elif self.rack_aware and ctx.api_version >= 11 and request.rack_id:
@@ -174,31 +186,75 @@ class FetchHandler:
                     while total < request.min_bytes and not self.replicas.stopping:
                         await _any_change(waitable)
                         results, total = _read_all(targets, request, read_committed, replica_id)
-        return _response(ctx, targets, results)
+        session_id = INVALID_SESSION_ID
+        if context.session is not None:
+            session_id = context.session.id
+            pruned = _prune(context, targets, results)
+            if pruned is None:
+                return {
+                    "error_code": ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                    "session_id": session_id,
+                    "responses": [],
+                }
+            targets, results = pruned
+        elif context.open_session:
+            session_id = self.sessions.open(
+                [
+                    ((t.topic_key, t.request.partition), t.request, r)
+                    for t, r in zip(targets, results, strict=True)
+                ],
+                follower=replica_id >= 0,
+                uses_topic_ids=ctx.api_version >= 13,
+                now_ms=_now_ms(),
+            )
+        return _response(ctx, targets, results, session_id)
 
-    def _resolve(self, ctx, request) -> list[_Target]:
+    def _session_context(self, ctx, request) -> FetchContext:
+        """The partitions to read ((topic key, index), partition entry) as the
+        request's fetch session (v7+) makes them: a full Fetch's own, or every
+        partition of the session it goes on with."""
+        by_id = ctx.api_version >= 13
+        requested = [
+            ((t.topic_id if by_id else t.topic, p.partition), p)
+            for t in request.topics
+            for p in t.partitions
+        ]
+        if ctx.api_version < 7:
+            return FetchContext(partitions=requested)
+        forgotten = [
+            (t.topic_id if by_id else t.topic, index)
+            for t in request.forgotten_topics_data
+            for index in t.partitions
+        ]
+        return self.sessions.context(
+            request.session_id,
+            request.session_epoch,
+            requested,
+            forgotten,
+            uses_topic_ids=by_id,
+            now_ms=_now_ms(),
+        )
+
+    def _resolve(self, ctx, partitions, replica_id: int) -> list[_Target]:
+        """A _Target for each ((topic key, index), partition entry)."""
         image = self.metadata.image
         by_id = ctx.api_version >= 13
+        missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         # Consumers with client metadata (v11+) may read from a follower (KIP-392).
-        from_follower = _replica_id(ctx, request) < 0 and ctx.api_version >= 11
+        from_follower = replica_id < 0 and ctx.api_version >= 11
         targets = []
-        for t in request.topics:
-            if by_id:
-                topic = image.topic_by_id(t.topic_id)
-                missing = ErrorCode.UNKNOWN_TOPIC_ID
-                key = t.topic_id
+        current_key, topic = object(), None
+        for (topic_key, _), p in partitions:
+            if topic_key != current_key:
+                current_key = topic_key
+                topic = image.topic_by_id(topic_key) if by_id else image.topic(topic_key)
+            if topic is None:
+                partition, error = None, missing
             else:
-                topic = image.topic(t.topic)
-                missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                key = t.topic
-            for p in t.partitions:
-                if topic is None:
-                    partition, error = None, missing
-                else:
-                    partition, error = self.replicas.readable_partition(
-                        topic, p.partition, p.current_leader_epoch, allow_follower=from_follower
-                    )
-                targets.append(_Target(key, p, partition, error))
+                partition, error = self.replicas.readable_partition(
+                    topic, p.partition, p.current_leader_epoch, allow_follower=from_follower
+                )
+            targets.append(_Target(topic_key, p, partition, error))
         return targets
 
     def _choose_read_replicas(self, targets, client_rack: str) -> None:
@@ -252,7 +308,22 @@ async def _any_change(partitions) -> None:
             partition.unwatch(changed)
 
 
-def _response(ctx, targets, results) -> dict:
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+def _prune(context: FetchContext, targets, results):
+    """An incremental answer's (targets, results): only the partitions with
+    something new; None when a later Fetch of its session came first."""
+    pairs = list(zip(targets, results, strict=True))
+    chosen = context.answered([((t.topic_key, t.request.partition), r) for t, r in pairs])
+    if chosen is None:
+        return None
+    kept = [pair for pair, keep in zip(pairs, chosen, strict=True) if keep]
+    return [t for t, _ in kept], [r for _, r in kept]
+
+
+def _response(ctx, targets, results, session_id: int) -> dict:
     by_id = ctx.api_version >= 13
     topics = []
     current_key = object()
@@ -269,6 +340,6 @@ def _response(ctx, targets, results) -> dict:
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
-        "session_id": 0,
+        "session_id": session_id,
         "responses": topics,
     }

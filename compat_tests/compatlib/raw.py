@@ -342,6 +342,84 @@ def fetch_batches(
     return error, batches
 
 
+@dataclass
+class SessionFetch:
+    """A Fetch v7 answer: its error, session id and, for each partition
+    answered, (error code, high watermark, records returned)."""
+
+    error_code: int
+    session_id: int
+    partitions: dict[int, tuple[int, int, int]]
+
+
+def fetch_in_session(
+    conn: Connection,
+    topic: str,
+    offsets: dict[int, int],
+    session_id: int,
+    epoch: int,
+    forget: tuple[int, ...] = (),
+    max_bytes: int = 1 << 20,
+) -> SessionFetch:
+    """Fetch v7 (no wait) in a fetch session (KIP-227), listing `offsets`
+    {partition: fetch offset} of `topic` and forgetting the partitions `forget`."""
+    body = session_fetch_body(topic, offsets, session_id, epoch, forget, max_bytes)
+    return read_session_fetch(conn.request(1, 7, body))
+
+
+def session_fetch_body(
+    topic: str,
+    offsets: dict[int, int],
+    session_id: int,
+    epoch: int,
+    forget: tuple[int, ...] = (),
+    max_bytes: int = 1 << 20,
+    max_wait_ms: int = 0,
+) -> bytes:
+    """The body of a Fetch v7 in a session (`fetch_in_session`); with
+    `max_wait_ms` it waits for one byte."""
+    min_bytes = 1 if max_wait_ms else 0
+    body = struct.pack(">iiiibii", -1, max_wait_ms, min_bytes, max_bytes, 0, session_id, epoch)
+    if offsets:
+        body += struct.pack(">i", 1) + _string(topic) + struct.pack(">i", len(offsets))
+        for partition, offset in offsets.items():
+            body += struct.pack(">iqqi", partition, offset, -1, max_bytes)
+    else:
+        body += struct.pack(">i", 0)
+    if forget:
+        body += struct.pack(">i", 1) + _string(topic) + struct.pack(">i", len(forget))
+        body += b"".join(struct.pack(">i", p) for p in forget)
+    else:
+        body += struct.pack(">i", 0)
+    return body
+
+
+def read_session_fetch(r: Reader) -> SessionFetch:
+    r.int32()  # throttle
+    error, session = r.int16(), r.int32()
+    partitions = {}
+    for _ in range(r.int32()):
+        r.string()
+        for _ in range(r.int32()):
+            index, perror, high_watermark = r.int32(), r.int16(), r.int64()
+            r.int64()  # last stable offset
+            r.int64()  # log start offset
+            for _ in range(max(r.int32(), 0)):  # aborted transactions
+                r.take(">qq")
+            size = r.int32()
+            data = r.data[r.pos : r.pos + max(size, 0)]
+            r.pos += max(size, 0)
+            records, pos = 0, 0
+            while len(data) - pos >= 61:
+                length = struct.unpack_from(">i", data, pos + 8)[0]
+                if len(data) - pos < 12 + length:
+                    break
+                records += struct.unpack_from(">i", data, pos + 23)[0] + 1
+                pos += 12 + length
+            partitions[index] = (perror, high_watermark, records)
+    return SessionFetch(error, session, partitions)
+
+
 # --- OffsetForLeaderEpoch ---------------------------------------------------------
 
 
