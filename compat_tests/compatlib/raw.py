@@ -326,10 +326,17 @@ def fetch_batches(
     error = r.int16()
     r.int64()  # high watermark
     r.int64()  # last stable offset
+    return error, _read_records(r)
+
+
+def _read_records(r: Reader) -> list[StoredBatch]:
+    """A Fetch answer's partition from its aborted transactions on: the
+    whole batches of its records."""
     for _ in range(max(r.int32(), 0)):  # aborted transactions
         r.take(">qq")
-    size = r.int32()
-    data = r.data[r.pos : r.pos + max(size, 0)]
+    size = max(r.int32(), 0)
+    data = r.data[r.pos : r.pos + size]
+    r.pos += size
     batches = []
     pos = 0
     while len(data) - pos >= 61:
@@ -339,7 +346,7 @@ def fetch_batches(
         attributes, last_delta, base_ts, max_ts = struct.unpack_from(">hiqq", data, pos + 21)
         batches.append(StoredBatch(base, base + last_delta, attributes, base_ts, max_ts))
         pos += 12 + length
-    return error, batches
+    return batches
 
 
 @dataclass
@@ -352,19 +359,10 @@ class SessionFetch:
     partitions: dict[int, tuple[int, int, int]]
 
 
-def fetch_in_session(
-    conn: Connection,
-    topic: str,
-    offsets: dict[int, int],
-    session_id: int,
-    epoch: int,
-    forget: tuple[int, ...] = (),
-    max_bytes: int = 1 << 20,
-) -> SessionFetch:
-    """Fetch v7 (no wait) in a fetch session (KIP-227), listing `offsets`
-    {partition: fetch offset} of `topic` and forgetting the partitions `forget`."""
-    body = session_fetch_body(topic, offsets, session_id, epoch, forget, max_bytes)
-    return read_session_fetch(conn.request(1, 7, body))
+def fetch_in_session(conn: Connection, *args, **kwargs) -> SessionFetch:
+    """Fetch v7 (no wait) in a fetch session (KIP-227); the arguments are
+    `session_fetch_body`'s."""
+    return read_session_fetch(conn.request(1, 7, session_fetch_body(*args, **kwargs)))
 
 
 def session_fetch_body(
@@ -376,8 +374,9 @@ def session_fetch_body(
     max_bytes: int = 1 << 20,
     max_wait_ms: int = 0,
 ) -> bytes:
-    """The body of a Fetch v7 in a session (`fetch_in_session`); with
-    `max_wait_ms` it waits for one byte."""
+    """The body of a Fetch v7 in a fetch session, listing `offsets`
+    {partition: fetch offset} of `topic` and forgetting the partitions
+    `forget`; with `max_wait_ms` it waits for one byte."""
     min_bytes = 1 if max_wait_ms else 0
     body = struct.pack(">iiiibii", -1, max_wait_ms, min_bytes, max_bytes, 0, session_id, epoch)
     if offsets:
@@ -404,18 +403,7 @@ def read_session_fetch(r: Reader) -> SessionFetch:
             index, perror, high_watermark = r.int32(), r.int16(), r.int64()
             r.int64()  # last stable offset
             r.int64()  # log start offset
-            for _ in range(max(r.int32(), 0)):  # aborted transactions
-                r.take(">qq")
-            size = r.int32()
-            data = r.data[r.pos : r.pos + max(size, 0)]
-            r.pos += max(size, 0)
-            records, pos = 0, 0
-            while len(data) - pos >= 61:
-                length = struct.unpack_from(">i", data, pos + 8)[0]
-                if len(data) - pos < 12 + length:
-                    break
-                records += struct.unpack_from(">i", data, pos + 23)[0] + 1
-                pos += 12 + length
+            records = sum(b.last_offset - b.base_offset + 1 for b in _read_records(r))
             partitions[index] = (perror, high_watermark, records)
     return SessionFetch(error, session, partitions)
 
