@@ -191,11 +191,8 @@ class FetchHandler:
             session_id = context.session.id
             pruned = _prune(context, targets, results)
             if pruned is None:
-                return {
-                    "error_code": ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-                    "session_id": session_id,
-                    "responses": [],
-                }
+                stale = error_response(request, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+                return {**stale, "session_id": session_id}
             targets, results = pruned
         elif context.open_session:
             session_id = self.sessions.open(

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
+from tests.integration.test_fetch_requests import values_of
 from tests.support.raw import RawClient, batch, produce
 from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
-from wire.records import iter_batches, iter_records
 
 MIB = 1 << 20
 
@@ -27,19 +27,9 @@ def port(shared_gregor):
     return shared_gregor.port
 
 
-def session_fetch(
-    client: RawClient,
-    topic,
-    offsets: dict[int, int],
-    session_id: int,
-    epoch: int,
-    *,
-    forget: list[int] = (),
-    version: int = 12,
-):
-    """A Fetch (no wait) in the session, listing `offsets` {partition: fetch
-    offset} and forgetting `forget`; the response."""
-    body = session_fetch_body(topic, offsets, session_id, epoch, forget=forget, version=version)
+def session_fetch(client: RawClient, *args, version: int = 12, **kwargs):
+    """A Fetch (no wait) in a session, built by `session_fetch_body`; the response."""
+    body = session_fetch_body(*args, version=version, **kwargs)
     return client.call(ApiKey.FETCH, version, body)
 
 
@@ -53,6 +43,8 @@ def session_fetch_body(
     version: int = 12,
     max_wait_ms: int = 0,
 ) -> dict:
+    """A Fetch in the session, listing `offsets` {partition: fetch offset}
+    and forgetting `forget`; with `max_wait_ms` it waits for one byte."""
     key = "topic_id" if version >= 13 else "topic"
     topics = []
     if offsets:
@@ -84,9 +76,7 @@ def answered(response) -> dict[int, tuple[int, list[bytes]]]:
     for t in response.responses:
         for p in t.partitions:
             assert p.error_code == ErrorCode.NONE, p
-            data = bytes(p.records or b"")
-            values = [r.value for pos, _ in iter_batches(data) for r in iter_records(data, pos)]
-            out[p.partition_index] = (p.high_watermark, values)
+            out[p.partition_index] = (p.high_watermark, values_of(p.records))
     return out
 
 
@@ -210,31 +200,6 @@ def test_forgetting_every_partition_ends_the_session(port):
         assert session_fetch(client, topic, {}, session, 2).error_code == (
             ErrorCode.FETCH_SESSION_ID_NOT_FOUND
         )
-
-
-def test_sessions_before_v7_do_not_exist(port):
-    topic = create_topic(port, unique_name("session"), 1)
-    with RawClient(port) as client:
-        response = client.call(
-            ApiKey.FETCH,
-            6,
-            {
-                "replica_id": -1,
-                "max_wait_ms": 0,
-                "min_bytes": 0,
-                "max_bytes": MIB,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "partitions": [
-                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": MIB}
-                        ],
-                    }
-                ],
-            },
-        )
-        assert response.responses[0].partitions[0].error_code == ErrorCode.NONE
 
 
 def test_a_session_by_topic_id_takes_no_topic_names(port):
