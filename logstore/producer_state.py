@@ -338,6 +338,8 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest transaction that is open or whose
         marker is not yet replicated; None when there is none."""
+        if not self.unreplicated_txns and not self.ongoing_txns:
+            return None  # most logs: asked on every read of every partition
         # Open transactions are added in offset order; ended ones in the
         # order of their markers, which is not their first offsets' order.
         firsts = list(self.unreplicated_txns)

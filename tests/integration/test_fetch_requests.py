@@ -10,7 +10,9 @@ import time
 import uuid
 
 import pytest
+from compatlib.transactions import txn_producer
 
+from tests.support.clients import TIMEOUT
 from tests.support.raw import RawClient, batch, produce
 from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
@@ -186,6 +188,61 @@ def test_read_committed_reads_to_the_last_stable_offset(port):
     # No transactions: everything below the high watermark is stable.
     assert (p.high_watermark, p.last_stable_offset) == (2, 2)
     assert p.aborted_transactions == []
+
+
+def test_a_read_at_the_end_answers_the_offsets_and_no_records(port):
+    # What a caught-up consumer asks on every Fetch: the answer carries the
+    # partition's offsets as a read would, also once DeleteRecords moved the
+    # log start up to the end.
+    topic = new_topic(port, partitions=2)
+    fill(port, topic, partitions=2, batches=2)
+    with RawClient(port) as client:
+        deleted = client.call(
+            ApiKey.DELETE_RECORDS,
+            2,
+            {
+                "topics": [{"name": topic, "partitions": [{"partition_index": 1, "offset": 2}]}],
+                "timeout_ms": 5000,
+            },
+        )
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+        uncommitted, committed = (
+            client.call(ApiKey.FETCH, 12, fetch_request(topic, {0: 2, 1: 2}, isolation_level=level))
+            for level in (0, 1)
+        )
+        # Below the log start is still out of range, caught up or not.
+        below = client.call(ApiKey.FETCH, 12, fetch_request(topic, {1: 1}))
+    for response, aborted in ((uncommitted, None), (committed, [])):
+        answers = [
+            (p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset)
+            for p in response.responses[0].partitions
+        ]
+        assert answers == [(ErrorCode.NONE, 2, 2, 0), (ErrorCode.NONE, 2, 2, 2)]
+        assert [bytes(p.records) for p in response.responses[0].partitions] == [b"", b""]
+        assert [p.aborted_transactions for p in response.responses[0].partitions] == [aborted] * 2
+    assert below.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_read_committed_at_the_last_stable_offset_of_an_open_transaction(port):
+    topic = new_topic(port)
+    producer = txn_producer(f"127.0.0.1:{port}", "txn-" + topic)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    producer.flush(TIMEOUT)
+    try:
+        with RawClient(port) as client:
+            committed, uncommitted = (
+                client.call(ApiKey.FETCH, 12, fetch_request(topic, {0: 0}, isolation_level=level))
+                for level in (1, 0)
+            )
+    finally:
+        producer.abort_transaction(TIMEOUT)
+    (p,) = committed.responses[0].partitions
+    # The open transaction's record is below the high watermark, not below the LSO.
+    assert (p.error_code, p.high_watermark, p.last_stable_offset) == (ErrorCode.NONE, 1, 0)
+    assert (bytes(p.records), p.aborted_transactions) == (b"", [])
+    (p,) = uncommitted.responses[0].partitions
+    assert values_of(p.records) == [b"open"]
 
 
 def topic_id_of(client: RawClient, topic: str):
