@@ -216,7 +216,10 @@ class UnifiedLog:
                 for seg in self._local.segments:
                     for _, h in seg.batches():
                         _assign_if_newer(epochs, h)
-            epochs.write(fsync=False)
+            # A new log's checkpoint would be empty, which its absence says
+            # too; its first entry (a new leader's epoch) writes the file.
+            if not fresh:
+                epochs.write(fsync=False)
         epochs.truncate_from_end(leo)
         epochs.truncate_from_start(self._log_start_offset)
         self.epochs = epochs

@@ -301,6 +301,19 @@ def test_missing_leader_epoch_checkpoint_is_rebuilt_from_batches(tmp_path):
     assert open_log(path, SMALL, clean_shutdown=True).epoch_entries() == expected
 
 
+def test_a_new_log_has_no_checkpoint_until_its_first_epoch(tmp_path):
+    # A new topic's partitions skip writing an empty checkpoint; a log that
+    # stops before it has any epoch opens again without one.
+    path = tmp_path / "t-0"
+    log = open_log(path)
+    assert not (path / "leader-epoch-checkpoint").exists()
+    log = open_log(path)  # the first never closed, as after kill -9
+    assert log.epoch_entries() == []
+    log.append(batch(2), 5)
+    assert (path / "leader-epoch-checkpoint").read_text() == "0\n1\n5 0\n"
+    assert open_log(path).epoch_entries() == [(5, 0)]
+
+
 def test_recovery_drops_epochs_of_lost_data(tmp_path):
     path = tmp_path / "t-0"
     log = open_log(path)
