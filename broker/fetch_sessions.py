@@ -113,10 +113,14 @@ class FetchSession:
 
     def answered(self, keys_and_results) -> list[bool]:
         """Which of the results ((key, partition answer), in session order) go
-        into the response; a partition that returned records moves to the end."""
+        into the response; a partition that returned records moves to the end.
+        A result of None (nothing new, the reader saw) stays out."""
         partitions = self.partitions
         chosen = []
         for key, result in keys_and_results:
+            if result is None:
+                chosen.append(False)
+                continue
             cached = partitions[key]
             must = cached.must_answer(result)
             chosen.append(must)

@@ -26,7 +26,12 @@ from typing import Any
 
 import trio
 
-from broker.fetch_sessions import INVALID_SESSION_ID, FetchContext, FetchSessionCache
+from broker.fetch_sessions import (
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchContext,
+    FetchSessionCache,
+)
 from broker.metadata.publisher import MetadataCache
 from broker.partition import PartitionError
 from broker.registry import handles
@@ -65,13 +70,23 @@ def error_response(request, code, message=None):
 class _Target:
     """One partition of the request, resolved."""
 
-    __slots__ = ("topic_key", "request", "partition", "error", "diverging", "read_replica")
+    __slots__ = (
+        "topic_key",
+        "request",
+        "partition",
+        "error",
+        "diverging",
+        "read_replica",
+        "cached",
+    )
 
-    def __init__(self, topic_key, request, partition, error):
+    def __init__(self, topic_key, request, partition, error, cached=None):
         self.topic_key = topic_key
         self.request = request
         self.partition = partition
         self.error = error
+        # What the fetch session last answered for it (incremental Fetches).
+        self.cached: CachedPartition | None = cached
         # A follower's (epoch, end offset) to truncate to, instead of records.
         self.diverging: tuple[int, int] | None = None
         # KIP-392: the replica the consumer should read from instead (no records here).
@@ -86,7 +101,9 @@ def _replica_id(ctx, request) -> int:
 
 
 def _read_all(targets, request, read_committed: bool, replica_id: int):
-    """Read every partition once; (per-target results, bytes read)."""
+    """Read every partition once; (per-target results, bytes read). A result
+    is None for a partition of an incremental Fetch read at its end whose
+    offsets its session has already answered: the answer leaves it out."""
     remaining = request.max_bytes
     total = 0
     results = []
@@ -114,6 +131,14 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
             # consumer of 1,000 partitions spent a quarter of each Fetch there.
             # (Whether the log is offline, _resolve has just looked; one that
             # fails during a long poll is answered so at the next Fetch.)
+            cached = target.cached
+            if (
+                cached is not None
+                and cached.high_watermark == partition.high_watermark
+                and cached.log_start_offset == partition.log_start_offset <= p.fetch_offset
+            ):
+                results.append(None)
+                continue
             result = _caught_up(p.partition, partition, read_committed)
             if result["log_start_offset"] <= p.fetch_offset:
                 results.append(result)
@@ -199,7 +224,7 @@ class FetchHandler:
         context = self._session_context(ctx, request)
         if context.error != ErrorCode.NONE:
             return error_response(request, context.error)
-        targets = self._resolve(ctx, context.partitions, replica_id)
+        targets = self._resolve(ctx, context.partitions, replica_id, context.session)
         if replica_id >= 0:
             self._record_follower_positions(targets, replica_id)
         elif self.rack_aware and ctx.api_version >= 11 and request.rack_id:
@@ -264,16 +289,19 @@ class FetchHandler:
             now_ms=_now_ms(),
         )
 
-    def _resolve(self, ctx, partitions, replica_id: int) -> list[_Target]:
-        """A _Target for each ((topic key, index), partition entry)."""
+    def _resolve(self, ctx, partitions, replica_id: int, session) -> list[_Target]:
+        """A _Target for each ((topic key, index), partition entry), with what
+        `session` (an incremental Fetch's, else None) last answered for it."""
         image = self.metadata.image
         by_id = ctx.api_version >= 13
         missing = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        cache = session.partitions if session is not None else {}
         # Consumers with client metadata (v11+) may read from a follower (KIP-392).
         from_follower = replica_id < 0 and ctx.api_version >= 11
         targets = []
         current_key, topic = object(), None
-        for (topic_key, _), p in partitions:
+        for key, p in partitions:
+            topic_key = key[0]
             if topic_key != current_key:
                 current_key = topic_key
                 topic = image.topic_by_id(topic_key) if by_id else image.topic(topic_key)
@@ -283,7 +311,7 @@ class FetchHandler:
                 partition, error = self.replicas.readable_partition(
                     topic, p.partition, p.current_leader_epoch, allow_follower=from_follower
                 )
-            targets.append(_Target(topic_key, p, partition, error))
+            targets.append(_Target(topic_key, p, partition, error, cache.get(key)))
         return targets
 
     def _choose_read_replicas(self, targets, client_rack: str) -> None:

@@ -109,6 +109,31 @@ def test_a_session_answers_only_the_partitions_with_something_new(port):
         assert answered(session_fetch(client, topic, {1: 1}, session, 4)) == {}
 
 
+def test_a_caught_up_partition_is_answered_again_when_its_log_start_moves(port):
+    topic = create_topic(port, unique_name("session"), 2)
+    with RawClient(port) as client:
+        put(client, topic, 0, b"a", b"b")
+        full = session_fetch(client, topic, {0: 2, 1: 0}, 0, 0)
+        session = full.session_id
+        assert answered(full) == {0: (2, []), 1: (0, [])}
+        assert answered(session_fetch(client, topic, {}, session, 1)) == {}
+        deleted = client.call(
+            ApiKey.DELETE_RECORDS,
+            2,
+            {
+                "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 2}]}],
+                "timeout_ms": 5000,
+            },
+        )
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+        # Nothing to read at offset 2, but the log start moved: the client hears it once.
+        moved = session_fetch(client, topic, {}, session, 2)
+        ((p,),) = [t.partitions for t in moved.responses]
+        assert (p.partition_index, p.high_watermark, p.log_start_offset) == (0, 2, 2)
+        assert bytes(p.records) == b""
+        assert answered(session_fetch(client, topic, {}, session, 3)) == {}
+
+
 def test_an_unknown_session_or_an_epoch_out_of_step_is_an_error(port):
     topic = create_topic(port, unique_name("session"), 1)
     with RawClient(port) as client:
