@@ -106,7 +106,7 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
     offsets its session has already answered: the answer leaves it out."""
     remaining = request.max_bytes
     total = 0
-    results = []
+    results: list[dict | None] = []
     for target in targets:
         p = target.request
         partition = target.partition
