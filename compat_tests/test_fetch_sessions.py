@@ -48,6 +48,29 @@ def test_fetch_session_answers_only_what_changed(bootstrap, topic):
 
 
 @pytest.mark.client("raw")
+@pytest.mark.api("Fetch", "fetch sessions", "log-start-offset")
+def test_fetch_session_answers_a_log_start_moved_under_a_caught_up_partition(
+    bootstrap, admin, topic
+):
+    from confluent_kafka import TopicPartition
+
+    t = topic(partitions=2)
+    _put(bootstrap, t, 0, count=2)
+    with raw.Connection(bootstrap) as conn:
+        full = raw.fetch_in_session(conn, t, {0: 2, 1: 0}, 0, 0)
+        assert full.partitions == {0: (NONE, 2, 0), 1: (NONE, 0, 0)}
+        session = full.session_id
+        assert raw.fetch_in_session(conn, t, {}, session, 1).partitions == {}
+
+        (deleted,) = admin.delete_records([TopicPartition(t, 0, 2)]).values()
+        assert deleted.result(15).low_watermark == 2
+        # Nothing to read at offset 2, but the log start moved: answered once.
+        moved = raw.fetch_in_session(conn, t, {}, session, 2)
+        assert (moved.partitions, moved.log_starts) == ({0: (NONE, 2, 0)}, {0: 2})
+        assert raw.fetch_in_session(conn, t, {}, session, 3).partitions == {}
+
+
+@pytest.mark.client("raw")
 @pytest.mark.api("Fetch", "fetch sessions")
 def test_fetch_session_errors_and_closing(bootstrap, topic):
     t = topic(partitions=1)

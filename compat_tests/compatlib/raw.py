@@ -352,11 +352,13 @@ def _read_records(r: Reader) -> list[StoredBatch]:
 @dataclass
 class SessionFetch:
     """A Fetch v7 answer: its error, session id and, for each partition
-    answered, (error code, high watermark, records returned)."""
+    answered, (error code, high watermark, records returned) and its log
+    start offset."""
 
     error_code: int
     session_id: int
     partitions: dict[int, tuple[int, int, int]]
+    log_starts: dict[int, int]
 
 
 def fetch_in_session(conn: Connection, *args, **kwargs) -> SessionFetch:
@@ -396,16 +398,16 @@ def session_fetch_body(
 def read_session_fetch(r: Reader) -> SessionFetch:
     r.int32()  # throttle
     error, session = r.int16(), r.int32()
-    partitions = {}
+    partitions, log_starts = {}, {}
     for _ in range(r.int32()):
         r.string()
         for _ in range(r.int32()):
             index, perror, high_watermark = r.int32(), r.int16(), r.int64()
             r.int64()  # last stable offset
-            r.int64()  # log start offset
+            log_starts[index] = r.int64()
             records = sum(b.last_offset - b.base_offset + 1 for b in _read_records(r))
             partitions[index] = (perror, high_watermark, records)
-    return SessionFetch(error, session, partitions)
+    return SessionFetch(error, session, partitions, log_starts)
 
 
 # --- OffsetForLeaderEpoch ---------------------------------------------------------
