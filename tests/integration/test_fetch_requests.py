@@ -13,7 +13,7 @@ import pytest
 from compatlib.transactions import txn_producer
 
 from tests.support.clients import TIMEOUT
-from tests.support.raw import RawClient, batch, produce
+from tests.support.raw import RawClient, batch, delete_records, produce
 from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -197,15 +197,7 @@ def test_a_read_at_the_end_answers_the_offsets_and_no_records(port):
     topic = new_topic(port, partitions=2)
     fill(port, topic, partitions=2, batches=2)
     with RawClient(port) as client:
-        deleted = client.call(
-            ApiKey.DELETE_RECORDS,
-            2,
-            {
-                "topics": [{"name": topic, "partitions": [{"partition_index": 1, "offset": 2}]}],
-                "timeout_ms": 5000,
-            },
-        )
-        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert delete_records(client, topic, 1, 2) == ErrorCode.NONE
         uncommitted, committed = (
             client.call(ApiKey.FETCH, 12, fetch_request(topic, {0: 2, 1: 2}, isolation_level=level))
             for level in (0, 1)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.integration.test_fetch_requests import values_of
-from tests.support.raw import RawClient, batch, produce
+from tests.support.raw import RawClient, batch, delete_records, produce
 from tests.support.topics import create_topic, unique_name
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -117,15 +117,7 @@ def test_a_caught_up_partition_is_answered_again_when_its_log_start_moves(port):
         session = full.session_id
         assert answered(full) == {0: (2, []), 1: (0, [])}
         assert answered(session_fetch(client, topic, {}, session, 1)) == {}
-        deleted = client.call(
-            ApiKey.DELETE_RECORDS,
-            2,
-            {
-                "topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 2}]}],
-                "timeout_ms": 5000,
-            },
-        )
-        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert delete_records(client, topic, 0, 2) == ErrorCode.NONE
         # Nothing to read at offset 2, but the log start moved: the client hears it once.
         moved = session_fetch(client, topic, {}, session, 2)
         ((p,),) = [t.partitions for t in moved.responses]

@@ -256,6 +256,21 @@ def latest_offset(client: RawClient, topic: str, partition: int = 0) -> int:
     return p.offset
 
 
+def delete_records(client: RawClient, topic: str, partition: int, offset: int) -> int:
+    """DeleteRecords v2 of one partition below `offset`: its error code."""
+    response = client.call(
+        ApiKey.DELETE_RECORDS,
+        2,
+        {
+            "topics": [
+                {"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}
+            ],
+            "timeout_ms": 5000,
+        },
+    )
+    return response.topics[0].partitions[0].error_code
+
+
 def fetch_body(topic: str, partition: int = 0, offset: int = 0) -> dict:
     """A Fetch v12 request for one partition from `offset`, not waiting."""
     return {
