@@ -63,6 +63,11 @@ class CachedPartition:
         self.high_watermark = high_watermark
         self.log_start_offset = log_start_offset
 
+    def has_seen(self, high_watermark: int, log_start_offset: int) -> bool:
+        """Whether the client was last answered these offsets: a partition with
+        no records, error or redirection and these is left out of the answer."""
+        return high_watermark == self.high_watermark and log_start_offset == self.log_start_offset
+
     def must_answer(self, result: dict) -> bool:
         """Whether `result` (a partition's answer) has anything the client has
         not seen; the cache remembers what it is told."""

@@ -124,7 +124,10 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
             result["preferred_read_replica"] = target.read_replica
             results.append(result)
             continue
-        if p.fetch_offset == _read_end(partition, read_committed, replica_id):
+        if (
+            p.fetch_offset == _read_end(partition, read_committed, replica_id)
+            and partition.log_start_offset <= p.fetch_offset
+        ):
             # Caught up: nothing to read, and a session's answer most often
             # leaves the partition out. The log's own read would check the same
             # offsets again under its locks and make an empty file range: a
@@ -132,17 +135,17 @@ def _read_all(targets, request, read_committed: bool, replica_id: int):
             # (Whether the log is offline, _resolve has just looked; one that
             # fails during a long poll is answered so at the next Fetch.)
             cached = target.cached
-            if (
-                cached is not None
-                and cached.high_watermark == partition.high_watermark
-                and cached.log_start_offset == partition.log_start_offset <= p.fetch_offset
+            if cached is not None and cached.has_seen(
+                partition.high_watermark, partition.log_start_offset
             ):
                 results.append(None)
                 continue
-            result = _caught_up(p.partition, partition, read_committed)
-            if result["log_start_offset"] <= p.fetch_offset:
-                results.append(result)
-                continue
+            # What an empty read answers.
+            result = _partition_error(p.partition, ErrorCode.NONE, partition)
+            if read_committed:
+                result["aborted_transactions"] = []
+            results.append(result)
+            continue
         try:
             max_bytes = max(0, min(p.partition_max_bytes, remaining))
             if replica_id >= 0:
@@ -178,19 +181,6 @@ def _read_end(partition, read_committed: bool, replica_id: int) -> int:
     if replica_id >= 0:
         return partition.log_end_offset
     return partition.fetch_limit(read_committed)
-
-
-def _caught_up(index: int, partition, read_committed: bool) -> dict:
-    """The answer of a partition read at its end: what an empty read gives."""
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NONE,
-        "high_watermark": partition.high_watermark,
-        "last_stable_offset": partition.last_stable_offset,
-        "log_start_offset": partition.log_start_offset,
-        "aborted_transactions": [] if read_committed else None,
-        "records": b"",
-    }
 
 
 def _aborted(partition, data) -> list[dict]:
