@@ -16,6 +16,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUIRED_ACKS = 21
 INVALID_TIMESTAMP = 32
 INVALID_RECORD = 87
+UNKNOWN_SERVER_ERROR = -1
 
 
 def produce(bootstrap, topic, partition, batch, **kw):
@@ -60,6 +61,67 @@ def test_produce_corrupt_batch_raw(bootstrap, topic):
     res = produce(bootstrap, t, 0, bytes(batch))
     assert_plain_error(res, CORRUPT_MESSAGE, -1)
     assert ck_watermarks(bootstrap, t) == (0, 0)
+
+
+def _lz4_batch_with_a_wrong(where: str) -> bytes:
+    """A batch of 64 records, its records section one LZ4 frame with
+    independent blocks, header, block and content checksums and the content
+    size (franz-go's frames carry the content checksum), the field `where`
+    made wrong, and the batch CRC right for the bytes as they are."""
+    import lz4.frame
+    import xxhash
+    from kafka.record.util import calc_crc32c
+
+    plain = raw.record_batch([b"x" * 1000 + bytes([i]) for i in range(64)])
+    section = plain[61:]  # after the v2 batch header
+    frame = bytearray(
+        lz4.frame.compress(
+            section,
+            block_linked=False,
+            block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+            block_checksum=True,
+            content_checksum=True,
+            store_size=True,
+        )
+    )
+    header_end = 15  # magic, FLG, BD, content size, header checksum
+    if where == "header checksum":
+        frame[header_end - 1] ^= 1
+    elif where == "block checksum":
+        (size,) = struct.unpack_from("<I", frame, header_end)
+        frame[header_end + 4 + (size & 0x7FFFFFFF)] ^= 1
+    elif where == "content checksum":
+        frame[-1] ^= 1
+    else:  # the content size, its header checksum right
+        struct.pack_into("<Q", frame, 6, len(section) + 1)
+        frame[header_end - 1] = xxhash.xxh32_intdigest(bytes(frame[4 : header_end - 1])) >> 8 & 0xFF
+    batch = bytearray(plain[:61]) + frame
+    struct.pack_into(">i", batch, 8, len(batch) - 12)  # batch length
+    struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 3)  # lz4
+    struct.pack_into(">I", batch, 17, calc_crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+@pytest.mark.client("raw")
+@pytest.mark.api("Produce", "errors", "compression")
+@pytest.mark.parametrize("where", ["header checksum", "block checksum"])
+def test_produce_lz4_frame_with_a_wrong_checksum_raw(bootstrap, topic, where):
+    t = topic()
+    res = produce(bootstrap, t, 0, _lz4_batch_with_a_wrong(where))
+    assert_plain_error(res, UNKNOWN_SERVER_ERROR, 0)
+    assert ck_watermarks(bootstrap, t) == (0, 0)
+
+
+@pytest.mark.client("raw")
+@pytest.mark.api("Produce", "compression")
+@pytest.mark.parametrize("where", ["content checksum", "content size"])
+def test_produce_lz4_frame_read_past_its_content_checksum_and_size_raw(bootstrap, topic, where):
+    # Kafka's LZ4 reader checks the frame's header and block checksums but
+    # reads past its content checksum and content size: the batch is stored.
+    t = topic()
+    res = produce(bootstrap, t, 0, _lz4_batch_with_a_wrong(where))
+    assert (res.error_code, res.base_offset) == (0, 0), res
+    assert ck_watermarks(bootstrap, t) == (0, 64)
 
 
 @pytest.mark.client("raw")
