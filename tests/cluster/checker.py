@@ -23,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from tools import kafka_cli
 
@@ -193,10 +200,7 @@ def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float 
         }
     )
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(partitions)
-        }
+        ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         found: dict[int, list[tuple[int, bytes, bytes]]] = {p: [] for p in range(partitions)}
         deadline = time.monotonic() + timeout
@@ -214,6 +218,29 @@ def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float 
         return found
     finally:
         consumer.close()
+
+
+# What librdkafka says of a partition whose leader it has not learned yet.
+_LEADER_NOT_KNOWN_YET = (
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+)
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
+    """The partition's high watermark, asked again while the client has not
+    learned the partition's leader: read right after a failover, its first
+    metadata may come before the new leader is known to every broker."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]
+        except KafkaException as e:
+            if e.args[0].code() not in _LEADER_NOT_KNOWN_YET or time.monotonic() > deadline:
+                raise
+        # A metadata request (not a sleep) before asking again.
+        consumer.list_topics(topic, timeout=5)
 
 
 @dataclass
