@@ -64,42 +64,10 @@ def test_produce_corrupt_batch_raw(bootstrap, topic):
 
 
 def _lz4_batch_with_a_wrong(where: str) -> bytes:
-    """A batch of 64 records, its records section one LZ4 frame with
-    independent blocks, header, block and content checksums and the content
-    size (franz-go's frames carry the content checksum), the field `where`
-    made wrong, and the batch CRC right for the bytes as they are."""
-    import lz4.frame
-    import xxhash
-    from kafka.record.util import calc_crc32c
-
+    """A batch of 64 records, its records section one LZ4 frame with every
+    optional field and `where` wrong, the batch CRC right for its bytes."""
     plain = raw.record_batch([b"x" * 1000 + bytes([i]) for i in range(64)])
-    section = plain[61:]  # after the v2 batch header
-    frame = bytearray(
-        lz4.frame.compress(
-            section,
-            block_linked=False,
-            block_size=lz4.frame.BLOCKSIZE_MAX4MB,
-            block_checksum=True,
-            content_checksum=True,
-            store_size=True,
-        )
-    )
-    header_end = 15  # magic, FLG, BD, content size, header checksum
-    if where == "header checksum":
-        frame[header_end - 1] ^= 1
-    elif where == "block checksum":
-        (size,) = struct.unpack_from("<I", frame, header_end)
-        frame[header_end + 4 + (size & 0x7FFFFFFF)] ^= 1
-    elif where == "content checksum":
-        frame[-1] ^= 1
-    else:  # the content size, its header checksum right
-        struct.pack_into("<Q", frame, 6, len(section) + 1)
-        frame[header_end - 1] = xxhash.xxh32_intdigest(bytes(frame[4 : header_end - 1])) >> 8 & 0xFF
-    batch = bytearray(plain[:61]) + frame
-    struct.pack_into(">i", batch, 8, len(batch) - 12)  # batch length
-    struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 3)  # lz4
-    struct.pack_into(">I", batch, 17, calc_crc32c(bytes(batch[21:])))
-    return bytes(batch)
+    return raw.with_records_section(plain, raw.lz4_frame_with_a_wrong(plain[61:], where), 3)
 
 
 @pytest.mark.client("raw")

@@ -230,6 +230,54 @@ def record_batch(
     return bytes(builder.build())
 
 
+def lz4_frame_with_a_wrong(data: bytes, where: str | None = None) -> bytes:
+    """`data` as one LZ4 frame of independent 4 MiB blocks (franz-go's block
+    size) with every optional field: block checksums, the content checksum
+    (franz-go sets it) and the content size; the field `where` ("header
+    checksum", "block checksum", "content checksum" or "content size") made
+    wrong, the header checksum right for a wrong content size."""
+    import lz4.frame
+    import xxhash
+
+    frame = bytearray(
+        lz4.frame.compress(
+            data,
+            block_linked=False,
+            block_size=lz4.frame.BLOCKSIZE_MAX4MB,
+            block_checksum=True,
+            content_checksum=True,
+            store_size=True,
+        )
+    )
+    header_end = 15  # magic, FLG, BD, content size, header checksum
+    if where == "header checksum":
+        frame[header_end - 1] ^= 1
+    elif where == "block checksum":
+        (size,) = struct.unpack_from("<I", frame, header_end)
+        frame[header_end + 4 + (size & 0x7FFFFFFF)] ^= 1
+    elif where == "content checksum":
+        frame[-1] ^= 1
+    elif where == "content size":
+        struct.pack_into("<Q", frame, 6, len(data) + 1)
+        frame[header_end - 1] = xxhash.xxh32_intdigest(bytes(frame[4 : header_end - 1])) >> 8 & 0xFF
+    elif where is not None:
+        raise ValueError(f"no LZ4 frame field {where!r}")
+    return bytes(frame)
+
+
+def with_records_section(batch: bytes, section: bytes, codec: int) -> bytes:
+    """`batch` (a v2 batch) with its records section replaced by `section`,
+    compressed with `codec` as it is; length and CRC made right."""
+    from kafka.record.util import calc_crc32c
+
+    out = bytearray(batch[:61]) + section  # the v2 batch header, then the records
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    attributes = struct.unpack_from(">h", out, 21)[0] & ~0x07 | codec
+    struct.pack_into(">h", out, 21, attributes)
+    struct.pack_into(">I", out, 17, calc_crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
 @dataclass
 class PartitionResult:
     error_code: int

@@ -200,10 +200,10 @@ def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float 
         }
     )
     try:
-        ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
+        deadline = time.monotonic() + timeout
+        ends = {p: _high_watermark(consumer, topic, p, deadline) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         found: dict[int, list[tuple[int, bytes, bytes]]] = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + timeout
         pending = {p for p in range(partitions) if ends[p] > 0}
         while pending and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
@@ -228,11 +228,11 @@ _LEADER_NOT_KNOWN_YET = (
 )
 
 
-def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
-    """The partition's high watermark, asked again while the client has not
-    learned the partition's leader: read right after a failover, its first
-    metadata may come before the new leader is known to every broker."""
-    deadline = time.monotonic() + timeout
+def _high_watermark(consumer: Consumer, topic: str, partition: int, deadline: float) -> int:
+    """The partition's high watermark, asked again (until `deadline`, the
+    read's) while the client has not learned the partition's leader: read
+    right after a failover, its first metadata may come before the new leader
+    is known to every broker."""
     while True:
         try:
             return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1]

@@ -13,6 +13,7 @@ import lz4.frame
 import pytest
 import xxhash
 import zstandard
+from compatlib.raw import lz4_frame_with_a_wrong
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
@@ -318,31 +319,11 @@ def _with_content_fields_of(packed: bytearray, content: bytes) -> bytes:
     return bytes(frame)
 
 
-def _lz4_frame_with_a_wrong(where: str, data: bytes) -> bytes:
-    options = {"block_checksum": True, "content_checksum": True, "store_size": True}
-    packed = bytearray(lz4.frame.compress(data, block_linked=False, **options))
-    assert packed[4] & 0x20  # independent blocks: read block by block
-    header_end = 7 + 8  # magic, FLG, BD, content size, header checksum
-    if where == "header checksum":
-        packed[header_end - 1] ^= 1
-    elif where == "block checksum":
-        (size,) = struct.unpack_from("<I", packed, header_end)
-        packed[header_end + 4 + (size & 0x7FFFFFFF)] ^= 1
-    elif where == "content checksum":
-        packed[-1] ^= 1
-    else:
-        struct.pack_into("<Q", packed, 6, len(data) - 1)
-        packed[header_end - 1] = (
-            xxhash.xxh32_intdigest(bytes(packed[4 : header_end - 1])) >> 8 & 0xFF
-        )
-    return bytes(packed)
-
-
 @pytest.mark.parametrize("where", ["header checksum", "block checksum"])
 def test_lz4_frame_with_a_wrong_header_or_block_checksum_is_refused(where):
     data = mixed_data(100_000)
     with pytest.raises(DecodeError, match="lz4"):
-        decompress(LZ4, _lz4_frame_with_a_wrong(where, data), len(data))
+        decompress(LZ4, lz4_frame_with_a_wrong(data, where), len(data))
 
 
 @pytest.mark.parametrize("where", ["content checksum", "content size"])
@@ -350,7 +331,7 @@ def test_lz4_frame_with_a_wrong_content_checksum_or_size_is_read_as_kafka_reads_
     # Kafka's Lz4BlockInputStream (4.3.1) reads past both: a Produce whose
     # frame has them wrong is stored (the batch CRC covers its bytes).
     data = mixed_data(100_000)
-    packed = _lz4_frame_with_a_wrong(where, data)
+    packed = lz4_frame_with_a_wrong(data, where)
     assert bytes(decompress(LZ4, packed, len(data))) == data
     assert bytes(decompress_scratch(LZ4, packed, len(data))) == data
 
