@@ -231,6 +231,17 @@ class Partition:
 
     # --- appends ----------------------------------------------------------------------
 
+    def _check_min_isr(self) -> None:
+        """An acks=all append's refusal, before anything is written, when the
+        ISR is smaller than the effective min ISR."""
+        if self.is_under_min_isr:
+            raise PartitionError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {list(self.isr)} is insufficient to satisfy the "
+                f"min.isr requirement of {self.effective_min_isr} for partition "
+                f"{self.topic}-{self.index}",
+            )
+
     def append_as_leader(
         self, records, required_acks: int = 1, origin: AppendOrigin = AppendOrigin.CLIENT
     ) -> AppendInfo:
@@ -240,13 +251,8 @@ class Partition:
         same check guards the coordinators' internal writes."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if required_acks == -1 and self.is_under_min_isr:
-            raise PartitionError(
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"The size of the current ISR {list(self.isr)} is insufficient to satisfy the "
-                f"min.isr requirement of {self.effective_min_isr} for partition "
-                f"{self.topic}-{self.index}",
-            )
+        if required_acks == -1:
+            self._check_min_isr()
         info = self.log.append(records, self.leader_epoch, origin=origin)
         if not info.duplicate and not self.maybe_increment_high_watermark():
             self.notify()  # new data below the high watermark (a moved one notified)
@@ -262,9 +268,14 @@ class Partition:
         transaction_version: int = 0,
     ) -> AppendInfo:
         """WriteTxnMarkers: the leader appends the marker ending `producer_id`'s
-        transaction here (raises what the log's marker append raises)."""
+        transaction here (raises what the log's marker append raises). Markers
+        are acks=all writes, refused before anything is written while the ISR
+        is under min ISR (the coordinator retries them), as in Kafka: a marker
+        appended then would wait at a high watermark that cannot move, and be
+        appended again by the retry."""
         if not self.is_leader:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._check_min_isr()
         info = self.log.append_transaction_marker(
             producer_id,
             producer_epoch,

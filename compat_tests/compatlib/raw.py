@@ -24,6 +24,14 @@ def _compact_string(s: str) -> bytes:
     return _uvarint(len(b) + 1) + b
 
 
+def _compact_nullable_string(s: str | None) -> bytes:
+    return b"\x00" if s is None else _compact_string(s)
+
+
+def _compact_bytes(b: bytes) -> bytes:
+    return _uvarint(len(b) + 1) + b
+
+
 def _uvarint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -212,13 +220,14 @@ def record_batch(
     epoch: int = -1,
     sequence: int = -1,
     timestamp: int | None = None,
+    transactional: bool = False,
 ) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
-        is_transactional=False,
+        is_transactional=transactional,
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=sequence,
@@ -318,6 +327,60 @@ def produce(
         result.record_errors = [(r.int32(), r.string()) for _ in range(r.int32())]
         result.error_message = r.string()
     return result
+
+
+# --- transactions v2, request by request (what a Kafka 4.x Java producer sends) ----------
+
+
+def init_transactional_producer(
+    conn: Connection, transactional_id: str, timeout_ms: int = 60000
+) -> tuple[int, int, int]:
+    """InitProducerId v5 with a transactional id: (error, producer id, epoch)."""
+    body = _compact_string(transactional_id) + struct.pack(">iqh", timeout_ms, -1, -1) + b"\x00"
+    r = conn.request(22, 5, body, flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    return r.int16(), r.int64(), r.int16()
+
+
+def produce_v12(
+    conn: Connection,
+    topic: str,
+    partition: int,
+    batch: bytes,
+    *,
+    transactional_id: str | None = None,
+    acks: int = -1,
+) -> int:
+    """Produce v12 of one batch to one partition (under transactions v2 the
+    partition joins the producer's transaction with it): the partition's error."""
+    body = (
+        _compact_nullable_string(transactional_id)
+        + struct.pack(">hi", acks, 30000)
+        + _uvarint(2)  # one topic
+        + _compact_string(topic)
+        + _uvarint(2)  # one partition
+        + struct.pack(">i", partition)
+        + _compact_bytes(batch)
+        + b"\x00"  # the partition's tagged fields
+        + b"\x00"  # the topic's
+        + b"\x00"  # the request's
+    )
+    r = conn.request(0, 12, body, flexible_header=True, response_flexible_header=True)
+    assert r.uvarint() == 2
+    r.compact_string()
+    assert r.uvarint() == 2
+    r.int32()  # partition index
+    return r.int16()
+
+
+def end_txn_v5(
+    conn: Connection, transactional_id: str, producer_id: int, epoch: int, commit: bool
+) -> tuple[int, int, int]:
+    """EndTxn v5 (transactions v2): (error, producer id, epoch to use next)."""
+    body = _compact_string(transactional_id) + struct.pack(">qh?", producer_id, epoch, commit)
+    r = conn.request(26, 5, body + b"\x00", flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    return r.int16(), r.int64(), r.int16()
 
 
 # --- ListOffsets and Fetch ------------------------------------------------------------

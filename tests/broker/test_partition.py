@@ -82,6 +82,31 @@ def test_acks_all_is_refused_before_the_append_when_the_isr_is_too_small(tmp_pat
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+def test_a_transaction_marker_is_refused_before_the_append_when_the_isr_is_too_small(tmp_path):
+    """Markers are acks=all writes (Kafka's WriteTxnMarkers): refused, with
+    nothing written, while under min ISR, so the coordinator's retry after the
+    ISR grows back writes the one marker (a marker appended under min ISR
+    would wait at a stuck high watermark and be written again)."""
+
+    async def main():
+        p = leader(tmp_path, isr=(1,), min_isr=2)
+        txn = {"producer_id": 7, "producer_epoch": 0, "is_transactional": True}
+        p.append_as_leader(batch(1, base_sequence=0, **txn), required_acks=1)
+        try:
+            p.append_transaction_marker(7, 1, commit=True, coordinator_epoch=0)
+        except PartitionError as e:
+            assert e.code == ErrorCode.NOT_ENOUGH_REPLICAS
+        else:
+            raise AssertionError("a marker under min.insync.replicas was appended")
+        assert p.log_end_offset == 1  # nothing was written
+        # The ISR grows back (the controller's new registration, same epoch).
+        p.make_leader(PartitionRegistration((1, 2, 3), (1, 2), 1, leader_epoch=5))
+        info = p.append_transaction_marker(7, 1, commit=True, coordinator_epoch=0)
+        assert (info.first_offset, p.log_end_offset) == (1, 2)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
 def test_min_insync_replicas_above_the_replication_factor_is_capped(tmp_path):
     async def main():
         # Kafka's effectiveMinIsr: a one-replica topic with min.insync.replicas=2

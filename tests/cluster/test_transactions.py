@@ -1,5 +1,6 @@
 """Transactions on a three-broker cluster: markers reach partitions led by
-other brokers, and a transaction survives the loss of its coordinator.
+other brokers, a transaction survives the loss of its coordinator, and one
+whose markers wait out a long min.insync.replicas shortfall still completes.
 
 `__transaction_state` is replicated (factor 3, min.insync.replicas 2), so the
 coordinator of a transactional id moves with the leadership of its partition:
@@ -8,9 +9,11 @@ the new leader replays the log and carries on with the open transaction.
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
+from compatlib import raw
 from compatlib.transactions import (
     java_transactions,
     read_isolated,
@@ -111,3 +114,56 @@ def test_java_transactions_v2_add_partitions_through_their_leaders(cluster):
     [state] = transactions_table(cluster.bootstrap, "describe", "--transactional-id", txn_id)
     assert state["TransactionState"] == "CompleteCommit"
     assert int(state["ProducerEpoch"]) >= 2  # bumped by every EndTxn v5
+
+
+MARKER_WAIT_MS = 2000
+
+
+@pytest.mark.cluster_settings(**{"request.timeout.ms": MARKER_WAIT_MS})
+def test_a_transaction_completes_after_its_markers_waited_out_a_min_isr_shortfall(cluster):
+    """Markers are acks=all writes: under min.insync.replicas they are
+    refused before anything is written and retried until the ISR is back
+    (compat_tests/cluster runs the short version beside Kafka). Here the
+    shortfall outlasts the markers' acks=all wait (request.timeout.ms)
+    several times over: a marker appended under min ISR would wait at a
+    high watermark that cannot move and be appended again by each retry
+    (five offsets here instead of two, before markers checked min ISR)."""
+    topic = "txn-" + uuid.uuid4().hex[:6]
+    create(cluster, topic, partitions=1, min_insync_replicas=3)
+    txn_id = "txn-" + topic
+    coordinator = wait_until(
+        lambda: transaction_coordinator(cluster, txn_id), "a transaction coordinator"
+    )
+    leader = partitions_of(cluster, topic)[0][0]
+    follower = next(n for n in cluster.brokers if n not in (leader, coordinator))
+    cluster.kill(follower)
+    wait_until(lambda: follower not in partitions_of(cluster, topic)[0][2], "the ISR to shrink")
+    with (
+        raw.Connection(cluster.brokers[coordinator].bootstrap, 30) as coord,
+        raw.Connection(cluster.brokers[leader].bootstrap, 30) as lead,
+    ):
+
+        def initialized():
+            error, pid, epoch = raw.init_transactional_producer(coord, txn_id)
+            return (pid, epoch) if error == 0 else None
+
+        pid, epoch = wait_until(initialized, "a producer id")
+        batch = raw.record_batch(
+            [b"committed"], producer_id=pid, epoch=epoch, sequence=0, transactional=True
+        )
+        assert raw.produce_v12(lead, topic, 0, batch, transactional_id=txn_id, acks=1) == 0
+        assert raw.end_txn_v5(coord, txn_id, pid, epoch, True) == (0, pid, epoch + 1)
+        # The outage being simulated (not a wait for something): three of the
+        # markers' acks=all waits, each followed by a retry.
+        time.sleep(3 * MARKER_WAIT_MS / 1000)
+        assert raw.end_txn_v5(coord, txn_id, pid, epoch + 1, False)[0] == 51
+        cluster.restart(follower)
+
+        def ended():
+            answer = raw.end_txn_v5(coord, txn_id, pid, epoch + 1, False)
+            return None if answer[0] == 51 else answer  # CONCURRENT_TRANSACTIONS
+
+        assert wait_until(ended, "the commit to complete") == (0, pid, epoch + 2)
+        # The record and the one COMMIT marker.
+        assert raw.list_offsets(lead, topic, 0, raw.LATEST)[2] == 2
+    assert read_committed(cluster.bootstrap, topic, 1, 1) == [b"committed"]
