@@ -151,6 +151,14 @@ def _log_write_error(error: ErrorCode) -> ErrorCode:
     return error
 
 
+def _in_transition(txn: TxnMetadata) -> bool:
+    """A change of the id is being written, or its transaction is prepared and
+    its markers are being written until Complete is (Kafka's pending
+    transition, CompleteCommit or CompleteAbort from the prepare onwards):
+    requests that would move it on are told CONCURRENT_TRANSACTIONS."""
+    return txn.pending is not None or txn.state.is_prepare
+
+
 def _fenced(error: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
     """Clients before KIP-588 do not know PRODUCER_FENCED: Kafka answers them
     INVALID_PRODUCER_EPOCH, which they handle the same way."""
@@ -282,7 +290,7 @@ class TransactionCoordinator:
                 last_update_ms=now_ms,
             )
         expected = (getattr(req, "producer_id", -1), getattr(req, "producer_epoch", -1))
-        if txn.pending is not None or txn.state.is_prepare:
+        if _in_transition(txn):
             return [reply(E.CONCURRENT_TRANSACTIONS)]
         if expected != (-1, -1) and not self._is_valid_producer(txn, *expected):
             return [reply(E.PRODUCER_FENCED)]
@@ -535,7 +543,7 @@ class TransactionCoordinator:
             txn is not None
             and txn.next_producer_id == producer_id >= 0
             and epoch == 0
-            and (txn.pending is not None or txn.state.is_prepare)
+            and _in_transition(txn)
         ):
             # A v2 producer handed a new id by EndTxn before the transaction
             # it ended is complete: it retries.
@@ -549,7 +557,7 @@ class TransactionCoordinator:
     def _add(
         self, txn: TxnMetadata, tps: set, now_ms: int, reply, client_version: int = 0
     ) -> list[Action]:
-        if txn.pending is not None or txn.state.is_prepare:
+        if _in_transition(txn):
             return reply(E.CONCURRENT_TRANSACTIONS)
         if txn.state is S.ONGOING and tps <= txn.partitions:
             return reply(NONE)
@@ -604,7 +612,7 @@ class TransactionCoordinator:
             return reply(error)
         assert txn is not None
         commit = bool(req.committed)
-        if txn.pending is not None:
+        if _in_transition(txn):
             return reply(E.CONCURRENT_TRANSACTIONS)
         state = txn.state
         if state is S.ONGOING:
@@ -613,10 +621,6 @@ class TransactionCoordinator:
             return reply(NONE if commit else E.INVALID_TXN_STATE)
         if state is S.COMPLETE_ABORT:
             return reply(NONE if not commit else E.INVALID_TXN_STATE)
-        if state is S.PREPARE_COMMIT:
-            return reply(E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE)
-        if state is S.PREPARE_ABORT:
-            return reply(E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE)
         return reply(E.INVALID_TXN_STATE)  # Empty, Dead, PrepareEpochFence
 
     def _end_txn_v2(self, req, commit: bool, now_ms: int, fresh: int, reply) -> list[Action]:
@@ -632,7 +636,11 @@ class TransactionCoordinator:
         txn = self.txns.get(txn_id)
         if txn is None:
             return reply(E.INVALID_PRODUCER_ID_MAPPING)
-        if txn.pending is not None:
+        if _in_transition(txn):
+            # Before the epoch check (KAFKA-18464): the end of the next
+            # transaction, at the epoch the last end handed out, may arrive
+            # while that end's markers are still being written; it waits
+            # instead of being fenced. A retry of the last end waits too.
             return reply(E.CONCURRENT_TRANSACTIONS)
         # A retry of an end that handed over to a new producer id, or that bumped the epoch.
         retry_on_overflow = (
@@ -642,9 +650,7 @@ class TransactionCoordinator:
         if txn.producer_id != pid and not retry_on_overflow:
             return reply(E.INVALID_PRODUCER_ID_MAPPING)
         state = txn.state
-        if state.is_prepare:
-            valid = retry_on_bump
-        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             valid = retry_on_bump or retry_on_overflow or epoch == txn.producer_epoch
         else:
             valid = epoch == txn.producer_epoch
@@ -670,8 +676,6 @@ class TransactionCoordinator:
         if state is S.EMPTY and not commit:
             # v2 producers may abort a transaction none of whose batches arrived.
             return self._prepare_end(txn, False, now_ms, reply, fresh=fresh, nothing_added=True)
-        if state is S.PREPARE_COMMIT and commit or state is S.PREPARE_ABORT and not commit:
-            return reply(E.CONCURRENT_TRANSACTIONS)
         return reply(E.INVALID_TXN_STATE)
 
     def _prepare_end(

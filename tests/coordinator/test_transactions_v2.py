@@ -67,11 +67,12 @@ def test_a_retried_end_txn_is_told_apart_by_its_epoch():
     h = TxnHarness()
     pid, epoch = started(h)
     assert h.end_v2("t", pid, epoch) == (E.NONE, pid, epoch + 1)
-    # Retried while the markers are on their way: wait.
+    # Retried while the markers are on their way, to commit or to abort: wait.
     assert h.end_v2("t", pid, epoch)[0] == E.CONCURRENT_TRANSACTIONS
-    # Retried to abort what is being committed: refused.
-    assert h.end_v2("t", pid, epoch, commit=False)[0] == E.INVALID_TXN_STATE
+    assert h.end_v2("t", pid, epoch, commit=False)[0] == E.CONCURRENT_TRANSACTIONS
     h.deliver_markers()
+    # Retried to abort what was committed: refused.
+    assert h.end_v2("t", pid, epoch, commit=False)[0] == E.INVALID_TXN_STATE
     # Retried once complete: the same answer again, nothing written.
     writes = len(h.log[h.coord.partition_for("t")])
     assert h.end_v2("t", pid, epoch) == (E.NONE, pid, epoch + 1)
@@ -80,6 +81,25 @@ def test_a_retried_end_txn_is_told_apart_by_its_epoch():
     assert h.end_v2("t", pid, epoch + 1)[0] == E.INVALID_TXN_STATE
     # ...and an epoch the coordinator never handed out is fenced.
     assert h.end_v2("t", pid, epoch + 2)[0] == E.PRODUCER_FENCED
+
+
+def test_the_next_end_waits_for_the_markers_of_the_last_instead_of_being_fenced():
+    """KAFKA-18464: franz-go ends a transaction whose batches all failed with
+    an abort at the epoch the last EndTxn handed out, which can reach the
+    coordinator before that end's markers are written. Kafka 4.x answers
+    CONCURRENT_TRANSACTIONS (its CompleteCommit is pending) and the client
+    retries; PRODUCER_FENCED there would end the client for good."""
+    h = TxnHarness()
+    pid, epoch = started(h)
+    assert h.end_v2("t", pid, epoch, commit=True) == (E.NONE, pid, epoch + 1)
+    assert h.state() is S.PREPARE_COMMIT
+    assert h.end_v2("t", pid, epoch + 1, commit=False)[0] == E.CONCURRENT_TRANSACTIONS
+    assert h.end_v2("t", pid, epoch + 1, commit=True)[0] == E.CONCURRENT_TRANSACTIONS
+    h.deliver_markers()
+    assert h.state() is S.COMPLETE_COMMIT
+    assert h.end_v2("t", pid, epoch + 1, commit=False) == (E.NONE, pid, epoch + 2)
+    h.deliver_markers()
+    assert h.state() is S.COMPLETE_ABORT
 
 
 def test_a_v2_producer_may_abort_a_transaction_none_of_whose_batches_arrived():
