@@ -455,7 +455,7 @@ class TransactionCoordinator:
                 )
             )
             return [] if reply is None else [reply]
-        error, txn = self._check_producer(txn_id, producer_id, epoch)
+        error, txn = self._check_producer(txn_id, producer_id, epoch, adding=not verify_only)
         if error is not None:
             return all_error(error)
         assert txn is not None
@@ -524,29 +524,29 @@ class TransactionCoordinator:
             code = _fenced(error, ctx.api_version, 2)
             return [Reply(ctx.token, {"throttle_time_ms": 0, "error_code": code})]
 
-        error, txn = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
+        error, txn = self._check_producer(
+            req.transactional_id, req.producer_id, req.producer_epoch, adding=True
+        )
         if error is not None:
             return reply(error)
         assert txn is not None
         return self._add(txn, {("__consumer_offsets", offsets_partition)}, now_ms, reply)
 
     def _check_producer(
-        self, txn_id: str, producer_id: int, epoch: int
+        self, txn_id: str, producer_id: int, epoch: int, *, adding: bool = False
     ) -> tuple[ErrorCode | None, TxnMetadata | None]:
+        """The transaction of `txn_id` if the producer is its current one.
+        `adding` (AddPartitionsToTxn, AddOffsetsToTxn): a transition in
+        progress is answered first, as Kafka's handleAddPartitionsToTransaction
+        does, so a v2 producer handed its next epoch or producer id by EndTxn
+        before that transaction completed is told to retry."""
         if not txn_id:
             return E.INVALID_REQUEST, None
         status = self.runtime.status_error(self.partition_for(txn_id))
         if status is not None:
             return status, None
         txn = self.txns.get(txn_id)
-        if (
-            txn is not None
-            and txn.next_producer_id == producer_id >= 0
-            and epoch == 0
-            and _in_transition(txn)
-        ):
-            # A v2 producer handed a new id by EndTxn before the transaction
-            # it ended is complete: it retries.
+        if adding and txn is not None and _in_transition(txn):
             return E.CONCURRENT_TRANSACTIONS, None
         if txn is None or txn.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING, None

@@ -54,6 +54,11 @@ def test_end_txn_v5_bumps_the_epoch_and_the_markers_carry_it():
     [marker] = h.markers
     assert (marker.producer_id, marker.producer_epoch, marker.commit) == (pid, epoch + 1, True)
     assert marker.partitions == (TP,) and marker.transaction_version == 2
+    # While the markers are written, adding answers that first, whatever the
+    # epoch (Kafka's handleAddPartitionsToTransaction checks its pending
+    # transition before the producer).
+    assert h.broker_add("t", pid, epoch + 1, TP) == {TP: E.CONCURRENT_TRANSACTIONS}
+    assert h.broker_add("t", pid, epoch, TP) == {TP: E.CONCURRENT_TRANSACTIONS}
     h.deliver_markers()
     assert h.state() is S.COMPLETE_COMMIT
     assert h.coord.txns["t"].producer_epoch == epoch + 1
