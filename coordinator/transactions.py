@@ -557,8 +557,8 @@ class TransactionCoordinator:
     def _add(
         self, txn: TxnMetadata, tps: set, now_ms: int, reply, client_version: int = 0
     ) -> list[Action]:
-        if _in_transition(txn):
-            return reply(E.CONCURRENT_TRANSACTIONS)
+        """`tps` join the transaction; the caller checked the producer with
+        `adding`, so no transition is in progress."""
         if txn.state is S.ONGOING and tps <= txn.partitions:
             return reply(NONE)
         if txn.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
