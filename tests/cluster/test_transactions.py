@@ -26,6 +26,7 @@ from tests.cluster.test_failover import TIMEOUT, create, partitions_of, wait_unt
 from tests.support.clients import needs_java
 from tests.support.raw import RawClient
 from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 pytestmark = pytest.mark.slow
 
@@ -156,12 +157,13 @@ def test_a_transaction_completes_after_its_markers_waited_out_a_min_isr_shortfal
         # The outage being simulated (not a wait for something): three of the
         # markers' acks=all waits, each followed by a retry.
         time.sleep(3 * MARKER_WAIT_MS / 1000)
-        assert raw.end_txn_v5(coord, txn_id, pid, epoch + 1, False)[0] == 51
+        waiting = ErrorCode.CONCURRENT_TRANSACTIONS
+        assert raw.end_txn_v5(coord, txn_id, pid, epoch + 1, False)[0] == waiting
         cluster.restart(follower)
 
         def ended():
             answer = raw.end_txn_v5(coord, txn_id, pid, epoch + 1, False)
-            return None if answer[0] == 51 else answer  # CONCURRENT_TRANSACTIONS
+            return None if answer[0] == waiting else answer
 
         assert wait_until(ended, "the commit to complete") == (0, pid, epoch + 2)
         # The record and the one COMMIT marker.
