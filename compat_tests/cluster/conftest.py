@@ -69,9 +69,20 @@ def whole_cluster(cluster_kind):
 
 
 @pytest.fixture
-def cluster(whole_cluster):
-    """The session's cluster, every node serving before and after the test."""
+def cluster(whole_cluster, request):
+    """The session's cluster, every node serving before and after the test.
+    After a failed test, each node's own account of it (the data and logs
+    go with the cluster's temporary directory)."""
     yield whole_cluster
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for node_id, node in whole_cluster.nodes.items():
+            log_path = getattr(node, "log_path", None)
+            if log_path is not None and Path(log_path).exists():
+                lines = Path(log_path).read_text(errors="replace").splitlines(keepends=True)
+                print(run_gregor.failure_report(node_id, lines, log_path))
+            else:
+                print(f"--- node {node_id}: the last lines ---\n{node.tail()}")
     for node_id in whole_cluster.nodes:
         if not whole_cluster.running(node_id):
             whole_cluster.restart(node_id)  # returns once it is registered again
@@ -82,6 +93,14 @@ def cluster_admin(cluster):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.rep_call = report
 
 
 def pytest_report_header(config):

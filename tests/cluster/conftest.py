@@ -25,7 +25,6 @@ the other brokers. `heal(n)` restores all of it.
 from __future__ import annotations
 
 import json
-import re
 import signal
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ from broker.controller.zookeeper import reconnect_retry
 from tests.support.gregor import GregorNode
 from tests.support.raw import kafka_request
 from tests.support.tcp_proxy import BLACKHOLE, RESET, TcpProxy
+from tools.run_gregor import failure_report
 from tools.zookeeper import ZOOKEEPER_JAR, ZooKeeperNode
 from wire.api_keys import ApiKey
 
@@ -56,15 +56,6 @@ BROKER_SETTINGS = {
     "replica.fetch.backoff.ms": 200,
     "group.initial.rebalance.delay.ms": 0,
 }
-
-
-# What a failure report shows of each broker's log: leaderships, ISR changes,
-# truncations, coordinator loads, ZooKeeper sessions, starts and stops.
-EVENT = re.compile(
-    r"listening on|stopping|stopped|controller|leader \d+ -> |ISR|diverges|truncat"
-    r"|loaded |session|no answer|refused|failed|ERROR|WARNING"
-)
-EVENTS_SHOWN = 250
 
 
 class GregorCluster:
@@ -281,19 +272,8 @@ def cluster(tmp_path, zookeeper, request):
     c.close()
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        # The brokers' own account of what happened, for a failure seen in CI
-        # (where the logs themselves are gone by the time anyone reads it):
-        # the cluster's events over the whole run, then the last lines.
         for node_id, broker in c.brokers.items():
-            lines = [line for line in broker.output if "kazoo.client" not in line]
-            events = [line for line in lines if EVENT.search(line)]
-            print(
-                f"--- broker {node_id}: {len(events)} events (the last {EVENTS_SHOWN}), "
-                f"then the last 40 lines; all in {broker.log_path} ---"
-            )
-            print("".join(events[-EVENTS_SHOWN:]))
-            print("...")
-            print("".join(lines[-40:]))
+            print(failure_report(node_id, broker.output, broker.log_path))
 
 
 @pytest.hookimpl(hookwrapper=True)
