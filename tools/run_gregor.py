@@ -53,27 +53,6 @@ REPO = Path(__file__).resolve().parent.parent
 # checkout of Gregor, e.g. an older commit, to benchmark one beside the other).
 SOURCE = Path(os.environ.get("GREGOR_SOURCE") or REPO)
 LISTENING = re.compile(r"listening on PLAINTEXT://([^:\s]+):(\d+)")
-# What a failure report shows of a broker's log: leaderships, ISR changes,
-# truncations, coordinator loads, ZooKeeper sessions, starts and stops.
-EVENT = re.compile(
-    r"listening on|stopping|stopped|controller|leader \d+ -> |ISR|diverges|truncat"
-    r"|loaded |session|no answer|refused|failed|ERROR|WARNING"
-)
-
-
-def failure_report(node_id: int, lines: list[str], log_path, shown: int = 250) -> str:
-    """A broker's own account of a failed test, for a failure seen in CI
-    (where its log is gone by the time anyone reads it): the cluster's events
-    over the whole run (the last `shown`), then the last 40 lines."""
-    lines = [line for line in lines if "kazoo.client" not in line]
-    events = [line for line in lines if EVENT.search(line)]
-    return (
-        f"--- broker {node_id}: {len(events)} events (the last {shown}), "
-        f"then the last 40 lines; all in {log_path} ---\n"
-        + "".join(events[-shown:])
-        + "...\n"
-        + "".join(lines[-40:])
-    )
 
 
 class GregorStartError(RuntimeError):

@@ -18,6 +18,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from compatlib.cluster_report import (  # noqa: F401  the hook: a pytest hook, found by name
+    call_failed,
+    failure_report,
+    pytest_runtest_makereport,
+)
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 sys.path.insert(0, str(TOOLS))
@@ -74,13 +79,12 @@ def cluster(whole_cluster, request):
     After a failed test, each node's own account of it (the data and logs
     go with the cluster's temporary directory)."""
     yield whole_cluster
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
+    if call_failed(request.node):
         for node_id, node in whole_cluster.nodes.items():
             log_path = getattr(node, "log_path", None)
             if log_path is not None and Path(log_path).exists():
                 lines = Path(log_path).read_text(errors="replace").splitlines(keepends=True)
-                print(run_gregor.failure_report(node_id, lines, log_path))
+                print(failure_report(node_id, lines, log_path))
             else:
                 print(f"--- node {node_id}: the last lines ---\n{node.tail()}")
     for node_id in whole_cluster.nodes:
@@ -93,14 +97,6 @@ def cluster_admin(cluster):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": cluster.bootstrap})
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.when == "call":
-        item.rep_call = report
 
 
 def pytest_report_header(config):

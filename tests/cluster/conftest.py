@@ -30,6 +30,11 @@ import time
 from pathlib import Path
 
 import pytest
+from compatlib.cluster_report import (  # noqa: F401  the hook: a pytest hook, found by name
+    call_failed,
+    failure_report,
+    pytest_runtest_makereport,
+)
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
@@ -37,7 +42,6 @@ from broker.controller.zookeeper import reconnect_retry
 from tests.support.gregor import GregorNode
 from tests.support.raw import kafka_request
 from tests.support.tcp_proxy import BLACKHOLE, RESET, TcpProxy
-from tools.run_gregor import failure_report
 from tools.zookeeper import ZOOKEEPER_JAR, ZooKeeperNode
 from wire.api_keys import ApiKey
 
@@ -270,18 +274,9 @@ def cluster(tmp_path, zookeeper, request):
         raise
     yield c
     c.close()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
+    if call_failed(request.node):
         for node_id, broker in c.brokers.items():
             print(failure_report(node_id, broker.output, broker.log_path))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.when == "call":
-        item.rep_call = report
 
 
 def pytest_configure(config):
