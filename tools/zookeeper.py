@@ -31,6 +31,10 @@ import time
 from pathlib import Path
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+# SLF4J's binding to java.util.logging (Debian's libslf4j-java, a dependency of
+# the zookeeper package): without a binding ZooKeeper logs nothing at all, and
+# its log is what tells why a session expired.
+SLF4J_BINDING = Path("/usr/share/java/slf4j-jdk14.jar")
 
 
 class ZooKeeperStartError(RuntimeError):
@@ -98,8 +102,11 @@ class ZooKeeperNode:
                 java,
                 "-Xmx256m",
                 "-cp",
-                str(ZOOKEEPER_JAR),
+                os.pathsep.join(str(jar) for jar in (ZOOKEEPER_JAR, SLF4J_BINDING) if jar.exists()),
                 f"-Dzookeeper.log.dir={self.dir}",
+                # One line per record, with milliseconds (JUL's default is two
+                # lines, to the second).
+                "-Djava.util.logging.SimpleFormatter.format=%1$tF %1$tT,%1$tL %4$s %3$s: %5$s%6$s%n",
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                 str(cfg),
             ],
@@ -131,6 +138,25 @@ class ZooKeeperNode:
             int(sid, 16)
             for sid in re.findall(r"sid=0x([0-9a-f]+)", four_letter(self.host, self.port, "cons"))
         }
+
+    def events(self, last: int = 60) -> str:
+        """Its warnings (each with the exception it names), session expiries
+        and refusals, the last `last` lines of them: for a failed test."""
+        wanted = re.compile(r" (WARNING|SEVERE) |Expiring session|Invalid session|Refusing session")
+        kept: list[str] = []
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        previous = ""
+        for line in lines:
+            # The line after a warning that is not a record of its own names
+            # the warning's exception; the stack frames below it are left out.
+            exception = not line[:1].isspace() and not line[:1].isdigit()
+            if wanted.search(line) or (exception and wanted.search(previous)):
+                kept.append(line)
+            previous = line
+        return "\n".join(kept[-last:])
 
     def tail(self, chars: int = 3000) -> str:
         try:

@@ -17,11 +17,14 @@ EVENT = re.compile(
     r"|loaded |session|no answer|refused|failed|ERROR|WARNING"
 )
 
+KAZOO_EVENT = re.compile(r"established|connection lost|expired|time-out|session closed")
+
 
 def failure_report(node_id: int, lines: list[str], log_path, shown: int = 250) -> str:
     """A broker's own account of a failed test: the cluster's events over the
     whole run (the last `shown`), then its last 40 lines."""
-    lines = [line for line in lines if "kazoo.client" not in line]
+    # kazoo's lines are its session's changes only, not every attempt to reconnect.
+    lines = [line for line in lines if "kazoo.client" not in line or KAZOO_EVENT.search(line)]
     events = [line for line in lines if EVENT.search(line)]
     return (
         f"--- broker {node_id}: {len(events)} events (the last {shown}), "
