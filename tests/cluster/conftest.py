@@ -78,6 +78,9 @@ class GregorCluster:
         self.zookeeper = zookeeper
         self.chroot = f"/{chroot}/gregor"
         self._zk: KazooClient | None = None
+        # The test's own ZooKeeper client goes through a proxy too, cut only
+        # by cut_zookeeper() (isolating a broker leaves it be).
+        self.observer_proxy = TcpProxy((zookeeper.host, zookeeper.port)).start()
         self.zk_proxies: dict[int, TcpProxy] = {}
         self.inbound: dict[int, TcpProxy] = {}
         self.brokers: dict[int, GregorNode] = {}
@@ -166,6 +169,23 @@ class GregorCluster:
         self.zk_proxies[node_id].heal()
         self.inbound[node_id].heal()
 
+    def cut_zookeeper(self) -> None:
+        """Every ZooKeeper client of the cluster (each broker's and the test's
+        own) is refused from now on, as by a stopped ZooKeeper, until
+        heal_zookeeper(). Around a ZooKeeper restart, healed once it serves:
+        ZooKeeper 3.8.0 (Debian's) listens before it has loaded its database,
+        and a connection that arrives then is neither answered nor closed
+        (closing it fails on a NullPointerException in
+        ZooKeeperServer.removeCnxn), so its client waits out its connect
+        timeout, which is its whole session timeout, and the session is lost
+        for a reason that is ZooKeeper's, not the client's."""
+        for proxy in (*self.zk_proxies.values(), self.observer_proxy):
+            proxy.cut(RESET)
+
+    def heal_zookeeper(self) -> None:
+        for proxy in (*self.zk_proxies.values(), self.observer_proxy):
+            proxy.heal()
+
     def cut_link(self, source: int, target: int, mode: str = RESET) -> None:
         """Broker `source` can no longer reach broker `target` (its follower
         fetches, its requests); everyone else still can."""
@@ -178,7 +198,8 @@ class GregorCluster:
 
     def zk_partitions(self, topic: str) -> dict[int, tuple[int, int, list[int]]] | None:
         """{partition: (leader, leader epoch, ISR)} as ZooKeeper holds it, read
-        directly (not through a proxy); None while ZooKeeper cannot answer."""
+        directly (not through a broker's proxy); None while ZooKeeper cannot
+        answer."""
         try:
             zk = self._observer()
             base = f"/brokers/topics/{topic}/partitions"
@@ -206,7 +227,8 @@ class GregorCluster:
             # Reconnecting as the brokers do, so it is back with them after
             # a ZooKeeper restart.
             self._zk = KazooClient(
-                hosts=f"{self.zookeeper.connect}{self.chroot}", connection_retry=reconnect_retry()
+                hosts=f"{self.observer_proxy.address}{self.chroot}",
+                connection_retry=reconnect_retry(),
             )
             self._zk.start(timeout=10)
         return self._zk
@@ -244,7 +266,7 @@ class GregorCluster:
             if broker.proc is not None and broker.proc.poll() is None:
                 broker.proc.send_signal(signal.SIGCONT)
                 broker.stop()
-        for proxy in (*self.zk_proxies.values(), *self.inbound.values()):
+        for proxy in (*self.zk_proxies.values(), *self.inbound.values(), self.observer_proxy):
             proxy.close()
 
 
@@ -277,6 +299,8 @@ def cluster(tmp_path, zookeeper, request):
     if call_failed(request.node):
         for node_id, broker in c.brokers.items():
             print(failure_report(node_id, broker.output, broker.log_path))
+        print(f"--- ZooKeeper: its warnings and expiries, all in {zookeeper.log_path} ---")
+        print(zookeeper.events())
 
 
 def pytest_configure(config):

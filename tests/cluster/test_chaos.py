@@ -213,6 +213,7 @@ def _inflict(cluster, zookeeper, failure: str, writer: Writer) -> None:
         finally:
             cluster.resume(follower)
     elif failure == "restart-zookeeper":
+        cluster.cut_zookeeper()  # seen again once it serves (cut_zookeeper says why)
         zookeeper.stop()
         # Down for longer than a session (this outage length is the failure
         # being simulated, not a wait for something). ZooKeeper restores the
@@ -221,6 +222,7 @@ def _inflict(cluster, zookeeper, failure: str, writer: Writer) -> None:
         # session anyway registers again. Writes must go on either way.
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
         zookeeper.start()
+        cluster.heal_zookeeper()
     elif failure == "isolate-leader":
         leader = partitions_of(cluster, "chaos")[0][0]
         cluster.isolate(leader)

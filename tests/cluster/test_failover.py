@@ -77,11 +77,15 @@ def test_every_broker_keeps_its_session_through_a_zookeeper_restart(cluster, zoo
     broker serves from a stale image meanwhile."""
     sessions = cluster.broker_sessions()
     assert sorted(sessions) == sorted(cluster.brokers)
+    # Seen again only once it serves (cut_zookeeper says why): what is tested
+    # is how soon a broker tries again, not ZooKeeper's own start-up.
+    cluster.cut_zookeeper()
     zookeeper.stop()
     # The outage being simulated (not a wait for something): long enough
     # that kazoo's default backoff would be 6-13 s between attempts.
     time.sleep(15)
     zookeeper.start()
+    cluster.heal_zookeeper()
     wait_until(
         lambda: set(sessions.values()) <= zookeeper.connected_sessions(),
         "every broker connected in its old session",
@@ -276,11 +280,13 @@ def test_a_broker_stops_cleanly_while_zookeeper_is_away(cluster, zookeeper):
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     producer.produce("stop-alone", b"kept")
     assert producer.flush(TIMEOUT) == 0
+    cluster.cut_zookeeper()
     zookeeper.stop()
     try:
         assert cluster.stop(1) == 0
     finally:
         zookeeper.start()
+        cluster.heal_zookeeper()
     assert "stopped: logs flushed and checkpointed" in cluster.brokers[1].log()
     assert (cluster.brokers[1].data_dir / ".kafka_cleanshutdown").exists()
     cluster.restart(1)
