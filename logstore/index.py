@@ -22,6 +22,18 @@ search logic is testable without files. Entries are written with `pwrite`
 rather than through the mapping: on a full disk a write into a sparse
 preallocated file then fails with ENOSPC instead of killing the process
 with SIGBUS (Linux keeps the mapping and the page cache coherent).
+
+New entries wait in a small tail in memory (lookups read it) and go to the
+file in one `pwrite` once they fill `TAIL_BYTES`, or when the index is
+written out: by a flush before its fsync, and when it is trimmed, resized or
+the segment rolls or closes. An append then costs no system call: across
+1,000 partitions two `pwrite`s per batch (offset and time entry) were a
+seventh of the event loop's time. The disk blocks the tail will be written
+to are taken ahead (`posix_fallocate`, `RESERVE_BYTES` at a time), so a full
+disk still fails the append whose entry needs a block, as when every entry
+was written at once, and never the later write of the tail (a roll, a
+close). What a kill -9 loses of a tail belongs to a segment past the
+recovery point, whose indexes recovery rebuilds anyway.
 """
 
 from __future__ import annotations
@@ -38,6 +50,11 @@ NO_TIMESTAMP = -1
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+
+# Unwritten entries an index holds before it writes them (a page), and how
+# far ahead of its written entries it has the disk's blocks reserved.
+TAIL_BYTES = 4096
+RESERVE_BYTES = 4 * TAIL_BYTES
 
 
 class OffsetPosition(NamedTuple):
@@ -64,6 +81,8 @@ class IndexStore(Protocol):
 
     def write(self, pos: int, data: bytes) -> None: ...
 
+    def reserve(self, pos: int, nbytes: int) -> int: ...
+
     def resize(self, nbytes: int) -> None: ...
 
     def close(self) -> None: ...
@@ -86,6 +105,9 @@ class MemoryStore:
 
     def write(self, pos: int, data: bytes) -> None:
         self._buf[pos : pos + len(data)] = data
+
+    def reserve(self, pos: int, nbytes: int) -> int:
+        return min(pos + nbytes, len(self._buf))
 
     def resize(self, nbytes: int) -> None:
         if nbytes < len(self._buf):
@@ -141,6 +163,15 @@ class FileStore:
             view = view[n:]
             pos += n
 
+    def reserve(self, pos: int, nbytes: int) -> int:
+        """Have the disk give the blocks of [pos, pos + nbytes) now, within the
+        file's size (a full disk fails here, not the write that comes later).
+        Returns where the reserved range ends."""
+        end = min(pos + nbytes, self._capacity)
+        if end > pos:
+            os.posix_fallocate(self._fd, pos, end - pos)
+        return end
+
     def resize(self, nbytes: int) -> None:
         if nbytes == self._capacity:
             return
@@ -174,6 +205,11 @@ class _Index:
         if entries is None:
             entries = store.capacity // self.ENTRY_SIZE
         self._entries = entries
+        # Entries below _written are in the store; the rest are in _tail.
+        self._written = entries
+        self._tail = bytearray()
+        # The file's blocks are reserved up to here (none known at first).
+        self._reserved_to = 0
         # Kept, not derived: every append asks whether the index is full.
         self._max_entries = store.capacity // self.ENTRY_SIZE
 
@@ -204,14 +240,46 @@ class _Index:
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
 
+    def _slot(self, n: int):
+        """(buffer, position) of entry `n`: the store's, or the unwritten tail's."""
+        if n < self._written:
+            return self._store.view(), n * self.ENTRY_SIZE
+        return self._tail, (n - self._written) * self.ENTRY_SIZE
+
+    def _add(self, data: bytes) -> None:
+        """One more entry, into the tail; written with the others once they
+        fill TAIL_BYTES. An OSError reserving its block adds nothing; one from
+        the write leaves every entry in the tail (readable, and written by the
+        next write_out)."""
+        pos = self._entries * self.ENTRY_SIZE
+        if pos + self.ENTRY_SIZE > self._reserved_to:
+            self._reserved_to = self._store.reserve(pos, RESERVE_BYTES)
+        self._tail += data
+        self._entries += 1
+        if len(self._tail) >= TAIL_BYTES:
+            self.write_out()
+
+    def write_out(self) -> None:
+        """Write the tail's entries to the store."""
+        if self._tail:
+            self._store.write(self._written * self.ENTRY_SIZE, bytes(self._tail))
+            self._written = self._entries
+            self._tail.clear()
+
+    @property
+    def unwritten_entries(self) -> int:
+        return self._entries - self._written
+
     def resize(self, nbytes: int) -> None:
         """Set the file to `nbytes` rounded down to whole entries (never below
         the entries in use)."""
         nbytes = max(nbytes - nbytes % self.ENTRY_SIZE, self._entries * self.ENTRY_SIZE)
+        self.write_out()
         self._resize_store(nbytes)
 
     def trim(self) -> None:
         """Cut the preallocated tail: the file becomes exactly its entries."""
+        self.write_out()
         self._resize_store(self._entries * self.ENTRY_SIZE)
 
     def _resize_store(self, nbytes: int) -> None:
@@ -219,9 +287,18 @@ class _Index:
             self._store.resize(nbytes)
         finally:
             self._max_entries = self._store.capacity // self.ENTRY_SIZE
+            self._reserved_to = min(self._reserved_to, self._store.capacity)
 
     def truncate_to_entries(self, n: int) -> None:
-        self._entries = max(0, min(n, self._entries))
+        n = max(0, min(n, self._entries))
+        if n < self._written:
+            # The file keeps the bytes past n; appends overwrite them, and
+            # trim() cuts them.
+            self._written = n
+            self._tail.clear()
+        else:
+            del self._tail[(n - self._written) * self.ENTRY_SIZE :]
+        self._entries = n
         self._after_truncate()
 
     def reset(self) -> None:
@@ -231,6 +308,9 @@ class _Index:
         pass
 
     def close(self) -> None:
+        """Close the store; unwritten entries are dropped (trim() or
+        write_out() first to keep them)."""
+        self._tail.clear()
         self._store.close()
 
     def _largest_lower_bound(self, key_of, target: int) -> int:
@@ -270,14 +350,14 @@ class OffsetIndex(_Index):
         return self._last_offset
 
     def entry(self, n: int) -> OffsetPosition:
-        rel, pos = _OFFSET_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)
+        rel, pos = _OFFSET_ENTRY.unpack_from(*self._slot(n))
         return OffsetPosition(self.base_offset + rel, pos)
 
     def _rel(self, n: int) -> int:
-        return _OFFSET_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)[0]
+        return _OFFSET_ENTRY.unpack_from(*self._slot(n))[0]
 
     def _pos(self, n: int) -> int:
-        return _OFFSET_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)[1]
+        return _OFFSET_ENTRY.unpack_from(*self._slot(n))[1]
 
     def append(self, offset: int, position: int) -> None:
         if self.is_full:
@@ -287,9 +367,8 @@ class OffsetIndex(_Index):
                 f"index offset {offset} is not above the last indexed offset {self._last_offset}"
             )
         data = _OFFSET_ENTRY.pack(self.relative(offset), position)
-        self._store.write(self._entries * self.ENTRY_SIZE, data)
-        self._entries += 1
         self._last_offset = offset
+        self._add(data)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The entry with the largest offset <= target (the batch to start a
@@ -364,14 +443,14 @@ class TimeIndex(_Index):
         return self._last_entry
 
     def entry(self, n: int) -> TimestampOffset:
-        ts, rel = _TIME_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)
+        ts, rel = _TIME_ENTRY.unpack_from(*self._slot(n))
         return TimestampOffset(ts, self.base_offset + rel)
 
     def _ts(self, n: int) -> int:
-        return _TIME_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)[0]
+        return _TIME_ENTRY.unpack_from(*self._slot(n))[0]
 
     def _rel(self, n: int) -> int:
-        return _TIME_ENTRY.unpack_from(self._store.view(), n * self.ENTRY_SIZE)[1]
+        return _TIME_ENTRY.unpack_from(*self._slot(n))[1]
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
         """Add (timestamp, offset) when timestamp is above the last entry's.
@@ -385,9 +464,8 @@ class TimeIndex(_Index):
                 f"time index offset {offset} is below the last entry's {self._last_entry.offset}"
             )
         data = _TIME_ENTRY.pack(timestamp, self.relative(offset))
-        self._store.write(self._entries * self.ENTRY_SIZE, data)
-        self._entries += 1
         self._last_entry = TimestampOffset(timestamp, offset)
+        self._add(data)
         return True
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:

@@ -444,10 +444,15 @@ class LocalLog:
                 leo = self.log_end_offset
                 target = leo if offset is None else min(offset, leo)
                 paths: list[str] = []
-                for i, seg in enumerate(self._segments):
-                    upper = self._bases[i + 1] if i + 1 < len(self._segments) else leo
-                    if upper > self._recovery_point and seg.base_offset < target:
-                        paths.extend(seg.paths)
+                try:
+                    for i, seg in enumerate(self._segments):
+                        upper = self._bases[i + 1] if i + 1 < len(self._segments) else leo
+                        if upper > self._recovery_point and seg.base_offset < target:
+                            seg.write_out_indexes()
+                            paths.extend(seg.paths)
+                except OSError as e:
+                    self._went_offline(e)
+                    raise LogOfflineError(self.dir, e) from e
                 extra, self._extra_flush_paths = self._extra_flush_paths, set()
                 paths.extend(sorted(extra - set(paths)))
                 dir_dirty, self._dir_dirty = self._dir_dirty, False

@@ -290,6 +290,12 @@ class LogSegment:
         except DecodeError:
             return None
 
+    def write_out_indexes(self) -> None:
+        """Write the indexes' unwritten entries to their files (before an fsync)."""
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.write_out()
+
     def make_active(self) -> None:
         """Re-extend the indexes to the preallocated size (this segment takes
         appends again)."""

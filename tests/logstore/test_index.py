@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 
 import pytest
 
 from logstore.errors import CorruptIndexError
-from logstore.index import FileStore, MemoryStore, OffsetIndex, OffsetPosition, TimeIndex
+from logstore.index import (
+    TAIL_BYTES,
+    FileStore,
+    MemoryStore,
+    OffsetIndex,
+    OffsetPosition,
+    TimeIndex,
+)
 
 
 def offset_index(base=100, entries=(), capacity=80) -> OffsetIndex:
@@ -41,7 +49,80 @@ def test_offset_index_entries_are_big_endian_relative_offset_and_position():
     store = MemoryStore(16)
     idx = OffsetIndex(store, 1000, entries=0)
     idx.append(1007, 4242)
+    idx.write_out()
     assert bytes(store.view()[:8]) == struct.pack(">ii", 7, 4242)
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts its writes and can be made to fail them."""
+
+    def __init__(self, capacity: int):
+        super().__init__(capacity)
+        self.writes = 0
+        self.failing: OSError | None = None
+
+    def write(self, pos: int, data: bytes) -> None:
+        if self.failing is not None:
+            raise self.failing
+        self.writes += 1
+        super().write(pos, data)
+
+
+def test_new_entries_are_read_from_memory_and_written_a_page_at_a_time():
+    per_page = TAIL_BYTES // OffsetIndex.ENTRY_SIZE
+    store = CountingStore(4 * TAIL_BYTES)
+    idx = OffsetIndex(store, 0, entries=0)
+    for n in range(per_page - 1):
+        idx.append(10 * (n + 1), 100 * (n + 1))
+    # Not written yet, and every lookup sees them.
+    assert store.writes == 0 and idx.unwritten_entries == per_page - 1
+    assert idx.lookup(25) == (20, 200) and idx.lookup_position(250) == (20, 200)
+    idx.append(10 * per_page, 100 * per_page)
+    assert store.writes == 1 and idx.unwritten_entries == 0
+    assert bytes(store.view()[:8]) == struct.pack(">ii", 10, 100)
+    # Written and unwritten entries are searched as one index.
+    idx.append(10 * per_page + 10, 100 * per_page + 100)
+    assert idx.lookup(10 * per_page + 5) == (10 * per_page, 100 * per_page)
+    assert idx.lookup(10**9) == (10 * per_page + 10, 100 * per_page + 100)
+    assert idx.lookup(15) == (10, 100)
+
+
+def test_truncation_reaches_into_written_and_unwritten_entries():
+    per_page = TAIL_BYTES // OffsetIndex.ENTRY_SIZE
+    store = CountingStore(4 * TAIL_BYTES)
+    idx = OffsetIndex(store, 0, entries=0)
+    for n in range(per_page + 3):
+        idx.append(n + 1, 10 * (n + 1))
+    idx.truncate_to(per_page + 2)  # drops one unwritten entry
+    assert idx.entries == per_page + 1 and idx.last_offset == per_page + 1
+    idx.truncate_to(5)  # into the written ones: the tail goes too
+    assert idx.entries == 4 and idx.unwritten_entries == 0 and idx.last_offset == 4
+    idx.append(7, 700)
+    idx.trim()
+    assert bytes(store.view()) == b"".join(
+        struct.pack(">ii", o, p) for o, p in ((1, 10), (2, 20), (3, 30), (4, 40), (7, 700))
+    )
+
+
+def test_a_failed_write_keeps_the_entries_for_the_next():
+    """A full disk refuses the page write inside an append (the segment then
+    undoes that append); the entries stay readable and are written later."""
+    time_entries = TAIL_BYTES // TimeIndex.ENTRY_SIZE + 1
+    store = CountingStore(4 * TAIL_BYTES)
+    idx = TimeIndex(store, 0, entries=0)
+    store.failing = OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OSError):
+        for n in range(time_entries):
+            idx.maybe_append(1000 + n, n)
+    written = idx.entries
+    assert idx.unwritten_entries == written and idx.lookup(1001) == (1001, 1)
+    store.failing = None
+    idx.write_out()
+    assert idx.unwritten_entries == 0 and store.writes == 1
+    assert TimeIndex(MemoryStore(data=bytes(store.view()[: written * 12])), 0).lookup(1001) == (
+        1001,
+        1,
+    )
 
 
 def test_offset_index_refuses_non_increasing_offsets_and_overflow():

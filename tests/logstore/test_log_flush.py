@@ -141,3 +141,19 @@ def test_flush_in_a_worker_thread_while_appending_rolling_and_deleting(tmp_path)
     assert offsets == list(range(log.log_start_offset, log.log_end_offset))
     log.close()
     assert log.recovery_point == log.log_end_offset
+
+
+def test_a_flush_writes_the_index_entries_held_in_memory_before_its_fsync(tmp_path):
+    """New index entries wait in memory (logstore/index.py); what a flush
+    puts on disk is the whole index, as a reader of the files sees it."""
+    log = open_log(tmp_path / "t-0", LogConfig(index_interval_bytes=0))
+    for _ in range(4):
+        log.append(batch(2), 0)
+    index = log.active_segment.offset_index
+    assert index.entries == 3 and index.unwritten_entries == 3  # the first batch is never indexed
+    log.flush()
+    assert index.unwritten_entries == 0
+    with open(log.active_segment.index_path, "rb") as f:
+        on_disk = f.read(3 * 8)
+    assert [int.from_bytes(on_disk[i : i + 4], "big") for i in (0, 8, 16)] == [3, 5, 7]
+    log.close()
