@@ -176,9 +176,9 @@ class GregorCluster:
         ZooKeeper 3.8.0 (Debian's) listens before it has loaded its database,
         and a connection that arrives then is neither answered nor closed
         (closing it fails on a NullPointerException in
-        ZooKeeperServer.removeCnxn), so its client waits out its connect
-        timeout, which is its whole session timeout, and the session is lost
-        for a reason that is ZooKeeper's, not the client's."""
+        ZooKeeperServer.removeCnxn, ZOOKEEPER-5051), so its client waits out
+        its connect timeout, which is its whole session timeout, and the
+        session is lost for a reason that is ZooKeeper's, not the client's."""
         for proxy in (*self.zk_proxies.values(), self.observer_proxy):
             proxy.cut(RESET)
 
