@@ -38,6 +38,7 @@ recovery point, whose indexes recovery rebuilds anyway.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -169,7 +170,13 @@ class FileStore:
         Returns where the reserved range ends."""
         end = min(pos + nbytes, self._capacity)
         if end > pos:
-            os.posix_fallocate(self._fd, pos, end - pos)
+            try:
+                os.posix_fallocate(self._fd, pos, end - pos)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                # A file system that cannot reserve (glibc emulates most):
+                # then the tail's write meets a full disk itself.
         return end
 
     def resize(self, nbytes: int) -> None:
