@@ -179,12 +179,16 @@ class GregorCluster:
         ZooKeeperServer.removeCnxn, ZOOKEEPER-5051), so its client waits out
         its connect timeout, which is its whole session timeout, and the
         session is lost for a reason that is ZooKeeper's, not the client's."""
-        for proxy in (*self.zk_proxies.values(), self.observer_proxy):
+        for proxy in self._zookeeper_proxies():
             proxy.cut(RESET)
 
     def heal_zookeeper(self) -> None:
-        for proxy in (*self.zk_proxies.values(), self.observer_proxy):
+        for proxy in self._zookeeper_proxies():
             proxy.heal()
+
+    def _zookeeper_proxies(self) -> tuple[TcpProxy, ...]:
+        """Every way into ZooKeeper: each broker's proxy and the observer's."""
+        return (*self.zk_proxies.values(), self.observer_proxy)
 
     def cut_link(self, source: int, target: int, mode: str = RESET) -> None:
         """Broker `source` can no longer reach broker `target` (its follower
@@ -266,7 +270,7 @@ class GregorCluster:
             if broker.proc is not None and broker.proc.poll() is None:
                 broker.proc.send_signal(signal.SIGCONT)
                 broker.stop()
-        for proxy in (*self.zk_proxies.values(), *self.inbound.values(), self.observer_proxy):
+        for proxy in (*self._zookeeper_proxies(), *self.inbound.values()):
             proxy.close()
 
 
