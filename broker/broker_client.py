@@ -74,6 +74,16 @@ class BrokerConnection:
             frame = self._splitter.next_frame()
             if frame is not None:
                 return frame
+            target = self._splitter.receive_buffer()
+            if target is not None:
+                # The rest of a large answer (a follower's Fetch) straight
+                # into its frame, copied once (wire/framing.py).
+                with target:
+                    received = await self._stream.socket.recv_into(target)
+                if not received:
+                    raise trio.BrokenResourceError("closed by the other broker")
+                self._splitter.received(received)
+                continue
             data = await self._stream.receive_some(1 << 20)
             if not data:
                 raise trio.BrokenResourceError("closed by the other broker")

@@ -55,6 +55,8 @@ _RECEIVE_SIZE = 256 * 1024
 # Reads a connection makes straight from its socket before it lets the
 # scheduler run the other tasks (see _read_requests).
 _READS_BETWEEN_YIELDS = 8
+# What a read straight into a large request's frame stands for as "data read".
+_READ_INTO_FRAME = b"read into the frame"
 # The most buffers one writev takes (Linux's IOV_MAX).
 _MAX_PARTS_AT_ONCE = 1024
 
@@ -181,8 +183,18 @@ class Connection:
                 # coming paid per read. Every few reads the task still
                 # waits, so that one busy client cannot keep the others
                 # waiting.
+                target = splitter.receive_buffer()
                 try:
-                    data = os.read(self._fd, _RECEIVE_SIZE)
+                    if target is None:
+                        data = os.read(self._fd, _RECEIVE_SIZE)
+                    else:
+                        # The rest of a large request goes straight into the
+                        # frame it becomes, copied once (wire/framing.py).
+                        with target:
+                            received = os.readv(self._fd, [target])
+                        if received:
+                            splitter.received(received)
+                        data = _READ_INTO_FRAME if received else b""
                     unyielded += 1
                 except BlockingIOError:
                     pass
@@ -214,13 +226,15 @@ class Connection:
                     return
             if not data:
                 return
-            try:
-                splitter.feed(data)
-            except InvalidFrameSize:
-                # Requests wholly before the bad size are still answered, as
-                # Kafka does (it reads the next size only after answering);
-                # next_frame raises the error once they are taken.
-                pass
+            if data is not _READ_INTO_FRAME:
+                try:
+                    splitter.feed(data)
+                except InvalidFrameSize:
+                    # Requests wholly before the bad size are still answered,
+                    # as Kafka does (it reads the next size only after
+                    # answering); next_frame raises the error once they are
+                    # taken.
+                    pass
             while True:
                 try:
                     frame = splitter.next_frame()

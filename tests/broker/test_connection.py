@@ -237,6 +237,42 @@ def test_answers_larger_than_the_socket_takes_arrive_whole_and_in_order(tmp_path
     run(tmp_path, scenario)
 
 
+def test_requests_larger_than_a_read_arrive_whole_between_pipelined_ones(tmp_path):
+    """Over a real socket: a Produce of about 900 KB (more than one read of
+    the socket takes, so it is read straight into its own frame) between
+    small requests sent in the same write; every answer comes in order and
+    the records read back are the ones sent."""
+
+    async def scenario(broker, _):
+        client = await _socket_client(broker)
+        await _topic_with_1mb(client, "large", 1)
+        big = [bytes([i % 256]) * 3000 for i in range(300)]
+        small = [b"after the large one"]
+        await client.stream.send_all(
+            frame(ApiKey.API_VERSIONS, 3, 1, API_VERSIONS_V3)
+            + frame(ApiKey.PRODUCE, 9, 2, produce_body("large", batch(big)))
+            + frame(ApiKey.PRODUCE, 9, 3, produce_body("large", batch(small)))
+            + frame(ApiKey.FETCH, 12, 4, fetch_body("large", offset=1000))
+        )
+        answers = []
+        for api_key, version in ((18, 3), (0, 9), (0, 9), (1, 12)):
+            answers.append(decode_response(api_key, version, await client.receive_frame()))
+        assert [correlation_id for correlation_id, _ in answers] == [1, 2, 3, 4]
+        for _, produced in answers[1:3]:
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        assert [a.responses[0].partition_responses[0].base_offset for _, a in answers[1:3]] == [
+            1000,
+            1300,
+        ]
+        records = bytes(answers[3][1].responses[0].partitions[0].records)
+        assert [v for pos, _ in iter_batches(records) for v in batch_values(records, pos)] == (
+            big + small
+        )
+        await client.stream.aclose()
+
+    run(tmp_path, scenario)
+
+
 def batch_values(records: bytes, pos: int) -> list[bytes | None]:
     return [record.value for record in iter_records(records, pos)]
 

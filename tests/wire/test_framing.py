@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import wire.framing
 from wire.errors import DecodeError, EncodeError
 from wire.framing import (
+    DIRECT_MIN,
     FrameSplitter,
     FrameTooLarge,
     InvalidFrameSize,
@@ -188,6 +190,117 @@ def test_a_large_frame_fed_in_64k_chunks_is_assembled_in_bounded_memory():
     assert splitter.buffered == 0
     # The buffer (with its growth slack) plus the returned copy: never a multiple.
     assert peak - baseline < 2.5 * size
+
+
+# --- large frames read straight into their own bytearray --------------------
+
+
+def read_stream(stream: bytes, reads) -> list[bytes]:
+    """Take `stream` as a connection does: each read of at most the next size
+    in `reads` (cycled) goes into the frame `receive_buffer` offers, or is
+    fed when it offers none; frames drained after every read."""
+    splitter = FrameSplitter(MAX)
+    frames, at, i = [], 0, 0
+    while at < len(stream):
+        want = reads[i % len(reads)]
+        i += 1
+        target = splitter.receive_buffer()
+        if target is None:
+            splitter.feed(stream[at : at + want])
+            at += want
+        else:
+            with target:
+                n = min(want, len(target))
+                target[:n] = stream[at : at + n]
+            splitter.received(n)
+            at += n
+        frames.extend(drain(splitter))
+    assert splitter.buffered == 0
+    return frames
+
+
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=6),
+    reads=st.lists(st.integers(1, 50), min_size=1, max_size=5),
+)
+def test_any_mix_of_direct_reads_and_feeds_yields_the_same_frames(sizes, reads):
+    frames = [bytes([n]) * n for n in sizes]
+    stream = b"".join(encode_frame(f) for f in frames)
+    # Frames from 8 bytes on count as large here, so that short streams
+    # explore every way a direct read can begin and end.
+    original = wire.framing.DIRECT_MIN
+    wire.framing.DIRECT_MIN = 8
+    try:
+        assert read_stream(stream, reads) == frames
+    finally:
+        wire.framing.DIRECT_MIN = original
+
+
+def test_a_large_frame_is_read_into_the_bytearray_that_comes_out():
+    payload = bytes(range(256)) * 1024
+    stream = encode_frame(b"small") + encode_frame(payload) + encode_frame(b"after")
+    splitter = FrameSplitter(MAX)
+    splitter.feed(stream[:1000])
+    assert splitter.next_frame() == b"small"
+    target = splitter.receive_buffer()
+    assert target is not None
+    # Exactly the missing bytes: nothing after the frame can be read into it.
+    missing = len(target)
+    assert missing == len(payload) - (1000 - 9 - 4)
+    frame_object = target.obj
+    with target:
+        target[:] = stream[1000 : 1000 + missing]
+    splitter.received(missing)
+    frame = splitter.next_frame()
+    assert frame is frame_object
+    assert frame == payload
+    splitter.feed(stream[1000 + missing :])
+    assert drain(splitter) == [b"after"]
+
+
+def test_a_frame_below_direct_min_or_whole_is_fed_as_usual():
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(b"x" * (DIRECT_MIN - 1))[:100])
+    assert splitter.receive_buffer() is None
+    whole = FrameSplitter(MAX)
+    whole.feed(encode_frame(b"y" * DIRECT_MIN))
+    assert whole.receive_buffer() is None
+    assert whole.next_frame() == b"y" * DIRECT_MIN
+
+
+def test_bytes_fed_while_a_frame_is_read_directly_complete_it_first():
+    payload = b"z" * DIRECT_MIN
+    stream = encode_frame(payload) + encode_frame(b"next")
+    splitter = FrameSplitter(MAX)
+    splitter.feed(stream[:10])
+    assert splitter.receive_buffer() is not None
+    splitter.feed(stream[10:])
+    assert drain(splitter) == [payload, b"next"]
+
+
+def test_received_refuses_more_than_the_frame_misses():
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(b"w" * DIRECT_MIN)[:10])
+    with pytest.raises(ValueError):
+        splitter.received(1)  # no receive_buffer taken yet
+    with splitter.receive_buffer() as target:
+        missing = len(target)
+    with pytest.raises(ValueError):
+        splitter.received(missing + 1)
+
+
+def test_a_bad_size_after_a_directly_read_frame_raises_once_it_is_taken():
+    payload = b"v" * DIRECT_MIN
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(payload)[:10])
+    with splitter.receive_buffer() as target:
+        target[:] = payload[6:]
+        splitter.received(len(target))
+    with pytest.raises(InvalidFrameSize):
+        splitter.feed(prefix(-1))
+    assert splitter.next_frame() == payload
+    with pytest.raises(InvalidFrameSize):
+        splitter.next_frame()
 
 
 # --- hostile sizes --------------------------------------------------------------
