@@ -166,6 +166,8 @@ class FrameSplitter:
             buf.clear()
             self._pos = self._checked = 0
             self._frame, self._filled = frame, body
+        elif self._filled == len(frame):
+            return None  # complete: next_frame takes it
         return memoryview(frame)[self._filled :]
 
     def received(self, n: int) -> None:

@@ -278,6 +278,18 @@ def test_bytes_fed_while_a_frame_is_read_directly_complete_it_first():
     assert drain(splitter) == [payload, b"next"]
 
 
+def test_a_complete_frame_offers_no_buffer_to_read_into():
+    payload = b"u" * DIRECT_MIN
+    splitter = FrameSplitter(MAX)
+    splitter.feed(encode_frame(payload)[:10])
+    with splitter.receive_buffer() as target:
+        target[:] = payload[6:]
+        splitter.received(len(target))
+    # A zero-length buffer would read as the end of the stream.
+    assert splitter.receive_buffer() is None
+    assert splitter.next_frame() == payload
+
+
 def test_received_refuses_more_than_the_frame_misses():
     splitter = FrameSplitter(MAX)
     splitter.feed(encode_frame(b"w" * DIRECT_MIN)[:10])
