@@ -97,15 +97,17 @@ bench: install clients
 	$(PY) bench/group_rebalance.py
 	$(PY) bench/spark_pipeline.py
 	$(PY) bench/wire_codec.py
+	$(PY) bench/produce_path.py
 
 # Every workload tiny on both brokers at once, so the benchmark never rots: checks
 # that each gave its figures, never their values (under a minute), then the
-# three-broker replication benchmark tiny on each (about a minute), and Gregor as
-# one and two processes of a cluster, tiny.
+# three-broker replication benchmark tiny on each (about a minute), Gregor as
+# one and two processes of a cluster, tiny, and the in-process produce path.
 bench-smoke: install clients
 	$(PY) bench/run.py --smoke --parallel
 	$(PY) bench/cluster.py --smoke
 	$(PY) bench/processes.py --smoke
+	$(PY) bench/produce_path.py --smoke
 
 # Regenerates the generated sections of README.md from the code.
 readme: install
