@@ -278,13 +278,20 @@ def test_bytes_fed_while_a_frame_is_read_directly_complete_it_first():
     assert drain(splitter) == [payload, b"next"]
 
 
-def test_a_complete_frame_offers_no_buffer_to_read_into():
-    payload = b"u" * DIRECT_MIN
+def read_directly(payload: bytes) -> FrameSplitter:
+    """A splitter fed the first 10 bytes of `payload`'s frame, the rest read
+    into the buffer it offers, the frame not yet taken."""
     splitter = FrameSplitter(MAX)
     splitter.feed(encode_frame(payload)[:10])
     with splitter.receive_buffer() as target:
         target[:] = payload[6:]
         splitter.received(len(target))
+    return splitter
+
+
+def test_a_complete_frame_offers_no_buffer_to_read_into():
+    payload = b"u" * DIRECT_MIN
+    splitter = read_directly(payload)
     # A zero-length buffer would read as the end of the stream.
     assert splitter.receive_buffer() is None
     assert splitter.next_frame() == payload
@@ -303,11 +310,7 @@ def test_received_refuses_more_than_the_frame_misses():
 
 def test_a_bad_size_after_a_directly_read_frame_raises_once_it_is_taken():
     payload = b"v" * DIRECT_MIN
-    splitter = FrameSplitter(MAX)
-    splitter.feed(encode_frame(payload)[:10])
-    with splitter.receive_buffer() as target:
-        target[:] = payload[6:]
-        splitter.received(len(target))
+    splitter = read_directly(payload)
     with pytest.raises(InvalidFrameSize):
         splitter.feed(prefix(-1))
     assert splitter.next_frame() == payload
