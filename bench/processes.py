@@ -34,7 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import clients  # noqa: E402
+from bench import clients, pagecache  # noqa: E402
 from bench.clients import ConsumeSpec, ProduceSpec  # noqa: E402
 from bench.procstat import cpu_seconds  # noqa: E402
 from bench.report import spread  # noqa: E402
@@ -75,12 +75,16 @@ def brokers_cpu(cluster: GregorCluster) -> float:
     return sum(cpu_seconds(node.proc.pid) for node in cluster.nodes.values())
 
 
-def one_round(processes: int, records: int, families: list[str]) -> dict[str, float]:
+def one_round(
+    processes: int, records: int, families: list[str], smoke: bool = False
+) -> dict[str, float]:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix=f"bench-procs-{processes}-") as tmp:
         cluster = GregorCluster(tmp, SETTINGS, n=processes).start()
         try:
             for family in families:
+                if not smoke:
+                    pagecache.settle()  # N=1 and N=2 each from the same page cache
                 topic = create_topic(cluster.bootstrap, processes)
                 cpu0 = brokers_cpu(cluster)
                 produced = clients.produce(
@@ -120,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(rounds):
         for n in args.processes:  # alternating, as make bench alternates brokers
             print(f"round {r + 1}, N={n}", flush=True)
-            for name, value in one_round(n, records, args.clients).items():
+            for name, value in one_round(n, records, args.clients, args.smoke).items():
                 results[n].setdefault(name, []).append(value)
     print(f"\nGregor as N processes of one cluster, {records} x 1 KiB, medians of {rounds}:")
     names = list(results[args.processes[0]])

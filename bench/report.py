@@ -206,6 +206,8 @@ def markdown(rows: list[Row], meta: dict, errors: list[dict]) -> str:
         f"{m['load average at start']} at the start, {m.get('load average at end', '?')} at the end",
         f"- sizes: {meta['sizes']}",
     ]
+    if meta.get("page cache"):
+        out.append(f"- page cache: {meta['page cache']}")
     if meta.get("note"):
         out.append(f"- note: {meta['note']}")
     out += [

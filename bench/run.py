@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import chart, clients, report  # noqa: E402
+from bench import chart, clients, pagecache, report  # noqa: E402
 from bench.brokers import BROKERS, BenchBroker, BrokerError  # noqa: E402
 from bench.clients import E2E_FAMILIES, FAMILIES, ClientError  # noqa: E402
 from bench.clients import java as java_client  # noqa: E402
@@ -91,6 +91,12 @@ def machine() -> dict:
     }
 
 
+def page_cache_note(dropped: bool, every_run: bool) -> str:
+    what = "written back and dropped" if dropped else "written back (dropping it needs root)"
+    when = "every run and broker start" if every_run else "every broker start"
+    return f"{what} before {when} (bench/pagecache.py)"
+
+
 def run_round(
     name: str,
     round_no: int,
@@ -113,10 +119,13 @@ def run_round(
     broker = BenchBroker(name, workdir, quick=smoke)
     ctx: Context | None = None
     try:
+        pagecache.settle()  # start-up is measured too
         accepted, answered = broker.start()
         log(f"started: {accepted * 1000:.0f} ms to accept, {answered * 1000:.0f} ms to answer")
         time.sleep(IDLE_SETTLE_SECONDS)
-        ctx = Context(broker, sizes, families, smoke, log, idle_rss=broker.rss())
+        ctx = Context(
+            broker, sizes, families, smoke, log, idle_rss=broker.rss(), settle_runs=not smoke
+        )
         for workload in workloads:
             ctx.clients = tuple(f for f in families if f in ONLY_FAMILIES.get(workload.name, f))
             t0 = time.monotonic()
@@ -248,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients": list(families),
         "workloads": [w.title for w in workloads],
         "machine": machine(),
+        "page cache": page_cache_note(pagecache.settle() == pagecache.DROPPED, not args.smoke),
         "note": args.note,
     }
     print(f"bench: {meta['command']}; commit {meta['commit']}; sizes {vars(sizes)}", flush=True)

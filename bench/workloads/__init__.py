@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench import pagecache
 from bench.brokers import BenchBroker
 from bench.clients import ClientResult
 from bench.figures import GIB, Figure
@@ -100,6 +101,9 @@ class Context:
     idle_rss: int = 0
     # Only these cases of the produce workloads (bench/profile.py --case); None: all.
     only_cases: tuple[str, ...] | None = None
+    # Every run begins with create_topic: settle the page cache there first
+    # (bench/pagecache.py). A smoke run's numbers mean nothing: it does not.
+    settle_runs: bool = True
     _admin: tuple | None = None
 
     @property
@@ -144,6 +148,8 @@ class Context:
         metadata minimum age, which would stall a first run on Kafka by 5 s."""
         from confluent_kafka.admin import NewTopic
 
+        if self.settle_runs:
+            pagecache.settle()
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         admin = self.admin()
         t0 = time.perf_counter()
