@@ -4,13 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+GREGOR_PACKAGES := broker wire logstore coordinator
 FUZZ_SECONDS ?= 60
 # The broker `make pipeline` talks to: `make run`'s by default.
 BOOTSTRAP ?= localhost:9092
 
 .PHONY: install run cluster chaos test unit compat fuzz lint bench bench-smoke readme clean clients pipeline
 
+# Gregor's own modules compiled to bytecode, as pip does when it installs a
+# package (an editable install does not): otherwise a shell with
+# PYTHONDONTWRITEBYTECODE set compiles them at every start (0.15 of 0.37 s).
 install: $(STAMP)
+	@$(PY) -m compileall -q $(GREGOR_PACKAGES)
 
 # Rebuilt when the package definition or its C walk changes; pip's cache keeps
 # a second run fast.

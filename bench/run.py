@@ -25,6 +25,7 @@ figure on both brokers (right shape, finite numbers), and exits 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime
 import json
 import math
@@ -49,6 +50,8 @@ from bench.figures import LOOP_BUSY  # noqa: E402
 from bench.workloads import Context, Sizes, Workload, all_workloads, transactions  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
+# What `gregor serve` imports of the repository (the Makefile's GREGOR_PACKAGES).
+GREGOR_PACKAGES = ("broker", "wire", "logstore", "coordinator")
 IDLE_SETTLE_SECONDS = 2.0
 # Processes per broker with --parallel: Kafka is the slower to start and restart.
 PARALLEL_STREAMS = {"gregor": 2, "kafka": 3}
@@ -89,6 +92,17 @@ def machine() -> dict:
         "librdkafka": confluent_kafka.libversion()[0],
         "load average at start": os.getloadavg(),
     }
+
+
+def compile_gregor() -> None:
+    """Gregor's modules compiled to bytecode before its first start, as
+    installing a package does (pip compiles at install; `make install` does
+    it too). Left to the broker, an editable install run where
+    PYTHONDONTWRITEBYTECODE is set (this project's machine) compiled every
+    module at every start: 150 ms of the 520 to the first connection."""
+    for package in GREGOR_PACKAGES:
+        if not compileall.compile_dir(REPO / package, quiet=1):
+            raise SystemExit(f"bench: {package}/ does not compile")
 
 
 def page_cache_note(dropped: bool, every_run: bool) -> str:
@@ -243,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     families = tuple(f for f in FAMILIES if f in args.clients)
     java_client.QUICK = args.smoke
     clients.prepare(list(families))
+    compile_gregor()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
