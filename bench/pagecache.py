@@ -19,18 +19,21 @@ import os
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 
-# What `settle` could do, for the results' description of the machine.
-DROPPED = "written back and dropped before every run"
-SYNCED = "written back before every run (dropping it needs root)"
 
-
-def settle() -> str:
+def settle() -> bool:
     """Write every dirty page back, then drop the page cache (1: clean file
-    pages only) when allowed. Returns DROPPED or SYNCED."""
+    pages only) when allowed. Returns whether it was dropped."""
     os.sync()
     try:
         with open(DROP_CACHES, "w") as f:
             f.write("1")
     except OSError:
-        return SYNCED
-    return DROPPED
+        return False
+    return True
+
+
+def note(dropped: bool, every_run: bool) -> str:
+    """What settling did, for the results' description of the run."""
+    what = "written back and dropped" if dropped else "written back (dropping it needs root)"
+    when = "every run and broker start" if every_run else "every broker start"
+    return f"{what} before {when} (bench/pagecache.py)"

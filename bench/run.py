@@ -106,12 +106,6 @@ def compile_gregor() -> None:
             raise SystemExit(f"bench: {package}/ does not compile")
 
 
-def page_cache_note(dropped: bool, every_run: bool) -> str:
-    what = "written back and dropped" if dropped else "written back (dropping it needs root)"
-    when = "every run and broker start" if every_run else "every broker start"
-    return f"{what} before {when} (bench/pagecache.py)"
-
-
 def run_round(
     name: str,
     round_no: int,
@@ -273,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients": list(families),
         "workloads": [w.title for w in workloads],
         "machine": machine(),
-        "page cache": page_cache_note(pagecache.settle() == pagecache.DROPPED, not args.smoke),
+        "page cache": pagecache.note(pagecache.settle(), every_run=not args.smoke),
         "note": args.note,
     }
     print(f"bench: {meta['command']}; commit {meta['commit']}; sizes {vars(sizes)}", flush=True)
