@@ -133,10 +133,15 @@ class VerifiableWriter:
             pytest.fail(f"Kafka's VerifiableProducer cannot run: {e}", pytrace=False)
         config = Path(tempfile.mkstemp(suffix=".properties", dir=workdir)[1])
         # The tool sets retries=0 itself (which idempotence refuses): retry as
-        # a default KafkaProducer does.
+        # a default KafkaProducer does. Its records have no keys, and the
+        # default partitioner stays on one partition for batch.size bytes:
+        # 16 KiB is about a thousand of these records, five seconds at 200 a
+        # second. A kilobyte moves it on within half a second, so that every
+        # partition is written from the start and through every failure.
         config.write_text(
             "enable.idempotence=true\nretries=2147483647\n"
             "max.in.flight.requests.per.connection=5\nmetadata.max.age.ms=5000\n"
+            "batch.size=1024\n"
         )
         self.proc = kafka_cli.popen_tool(
             "kafka-verifiable-producer",
@@ -179,6 +184,14 @@ class VerifiableWriter:
 
     def running(self) -> bool:
         return self.proc.poll() is None
+
+    def partitions_written(self) -> set[int]:
+        """The partitions at least one acknowledged record went to."""
+        return {w.partition for w in self.acked}
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The tool's own log (its client's warnings: the errors it retried)."""
+        return "".join(self.output[-lines:])
 
     def stop(self) -> None:
         """SIGTERM: the tool closes its producer, which waits for what is in flight."""
