@@ -59,6 +59,8 @@ FAILURES = os.environ.get("CHAOS_FAILURES", ",".join(ALL_FAILURES)).split(",")
 # Checked back in sync after every round: the writers' topics, and the group's
 # committed offsets, whose replicas a failure takes down like any other.
 IN_SYNC_TOPICS = ("chaos", "chaos-java", "__consumer_offsets")
+# Of each writer's topic.
+PARTITIONS = 3
 
 
 class Committer:
@@ -133,8 +135,8 @@ class Committer:
 
 
 def test_chaos_loses_nothing_acknowledged(cluster, zookeeper, tmp_path):
-    create(cluster, "chaos", partitions=3)
-    create(cluster, "chaos-java", partitions=3, min_insync_replicas=2)
+    create(cluster, "chaos", partitions=PARTITIONS)
+    create(cluster, "chaos-java", partitions=PARTITIONS, min_insync_replicas=2)
     writer = Writer(cluster.bootstrap, "chaos").start()
     java = VerifiableWriter(cluster.bootstrap, "chaos-java", tmp_path)
     committer = Committer(cluster.bootstrap, "chaos", "chaos-group").start()
@@ -155,7 +157,7 @@ def test_chaos_loses_nothing_acknowledged(cluster, zookeeper, tmp_path):
         # the overtaking batch instead, which the client retries behind the
         # one before it.
         wait_until(
-            lambda: len(java.partitions_written()) == 3 or not java.running(),
+            lambda: len(java.partitions_written()) == PARTITIONS or not java.running(),
             "the VerifiableProducer to write to every partition",
         )
         assert java.running(), java.log_tail()
@@ -183,9 +185,9 @@ def test_chaos_loses_nothing_acknowledged(cluster, zookeeper, tmp_path):
         java.stop()
     assert not writer.errors, writer.errors[:3]
     assert not java.errors, (java.errors[:3], java.log_tail())
-    verdict = check(writer, read_everything(cluster.bootstrap, "chaos", 3))
-    java_verdict = check(java, read_everything(cluster.bootstrap, "chaos-java", 3))
-    regressions = committer.regressions(3)
+    verdict = check(writer, read_everything(cluster.bootstrap, "chaos", PARTITIONS))
+    java_verdict = check(java, read_everything(cluster.bootstrap, "chaos-java", PARTITIONS))
+    regressions = committer.regressions(PARTITIONS)
     print(
         f"chaos rounds {log}:\n  confluent-kafka writer: {verdict}; committed offsets gone "
         f"backwards: {len(regressions)}\n  Kafka's VerifiableProducer: {java_verdict}"
