@@ -42,6 +42,15 @@ logger = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
+# After the controller refuses an ISR change, how long before this partition
+# proposes one again, unless new metadata for it comes first. A follower's
+# every Fetch would otherwise propose the same expansion again: while this
+# broker's image still shows a replica the controller no longer counts as
+# alive, that was hundreds of refused proposals a second, each a read of
+# ZooKeeper (Kafka's leader sees such a broker fenced in its own metadata
+# sooner, and stops proposing).
+ISR_REFUSAL_BACKOFF_MS = 500
+
 
 class PartitionError(Exception):
     """A request this replica refuses, with Kafka's error code."""
@@ -106,6 +115,8 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         # An ISR change sent to the controller and not yet seen in the metadata.
         self.pending_isr: tuple[int, ...] | None = None
+        # No ISR proposal before this time (ms): the controller refused the last.
+        self._proposals_resume_ms = 0
         self.followers: dict[int, FollowerState] = {}
         # Events of the waiters for the next change (a Fetch watches several
         # partitions with one), set at the next notify() and then forgotten.
@@ -207,6 +218,7 @@ class Partition:
         self.replicas = tuple(reg.replicas)
         self.isr = tuple(reg.isr)
         self.pending_isr = None
+        self._proposals_resume_ms = 0
 
     def _record_epoch_start(self) -> None:
         """On a full or failing disk the checkpoint cannot be written: the epoch
@@ -385,7 +397,7 @@ class Partition:
         return proposal
 
     def _isr_expansion(self, state: FollowerState) -> tuple[int, ...] | None:
-        if state.replica_id in self._maximal_isr():
+        if state.replica_id in self._maximal_isr() or self._proposals_paused():
             return None
         epoch_start, _ = self._current_epoch_start()
         if state.log_end_offset >= self.high_watermark and state.log_end_offset >= epoch_start:
@@ -403,7 +415,7 @@ class Partition:
     def isr_shrink(self) -> tuple[int, ...] | None:
         """The ISR without followers out of sync for replica.lag.time.max.ms,
         or None when all are in sync (Kafka's maybeShrinkIsr)."""
-        if not self.is_leader or self.pending_isr is not None:
+        if not self.is_leader or self.pending_isr is not None or self._proposals_paused():
             return None
         leader_end = self.log.log_end_offset
         now = self._clock_ms()
@@ -421,8 +433,14 @@ class Partition:
         return proposed
 
     def isr_change_failed(self) -> None:
-        """The controller refused the proposed ISR: propose again later."""
+        """The controller refused the proposed ISR: the ISR is the metadata's
+        again, and the next proposal waits ISR_REFUSAL_BACKOFF_MS (or for new
+        metadata of this partition, which may be what it was refused for)."""
         self.pending_isr = None
+        self._proposals_resume_ms = self._clock_ms() + ISR_REFUSAL_BACKOFF_MS
+
+    def _proposals_paused(self) -> bool:
+        return self._proposals_resume_ms > 0 and self._clock_ms() < self._proposals_resume_ms
 
     # --- reads --------------------------------------------------------------------------
 

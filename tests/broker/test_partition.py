@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from broker.metadata.image import PartitionRegistration
-from broker.partition import Partition, PartitionError
+from broker.partition import ISR_REFUSAL_BACKOFF_MS, Partition, PartitionError
 from logstore import LogConfig, UnifiedLog
 from tests.logstore.helpers import T0, batch, offsets_of
 from wire.error_codes import ErrorCode
@@ -171,6 +171,27 @@ def test_a_follower_rejoins_the_isr_once_it_reaches_the_high_watermark(tmp_path)
         p.append_as_leader(batch(1), required_acks=1)
         p.update_follower_fetch_state(2, 5, 0)
         assert p.high_watermark == 4
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_after_a_refused_isr_change_the_next_proposal_waits(tmp_path):
+    async def main():
+        p = leader(tmp_path, isr=(1, 2), min_isr=2)
+        p.append_as_leader(batch(4), required_acks=1)
+        p.update_follower_fetch_state(2, 4, 0)
+        assert p.update_follower_fetch_state(3, 4, 0) == (1, 2, 3)
+        p.isr_change_failed()  # the controller refused it
+        assert p.pending_isr is None
+        assert p.update_follower_fetch_state(3, 4, 0) is None
+        await trio.sleep(ISR_REFUSAL_BACKOFF_MS / 1000 - 0.001)
+        assert p.update_follower_fetch_state(3, 4, 0) is None
+        await trio.sleep(0.001)
+        assert p.update_follower_fetch_state(3, 4, 0) == (1, 2, 3)
+        # New metadata for the partition ends the wait at once.
+        p.isr_change_failed()
+        p.make_leader(PartitionRegistration((1, 2, 3), (1, 2), 1, 5, partition_epoch=1))
+        assert p.update_follower_fetch_state(3, 4, 0) == (1, 2, 3)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 

@@ -7,6 +7,8 @@ never fetches), the metadata cache it publishes to, a real log manager.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 
 import trio
@@ -17,7 +19,7 @@ from broker.controller.local import LocalController, LocalMetadataStore
 from broker.log_manager import LogDuties, LogManager
 from broker.metadata.image import BrokerRegistration, Endpoint, MetadataImage
 from broker.metadata.publisher import MetadataCache
-from broker.partition import PartitionError
+from broker.partition import ISR_REFUSAL_BACKOFF_MS, PartitionError
 from broker.replica_manager import ReplicaManager
 from broker.topic_configs import EffectiveTopicConfigs
 from tests.logstore.helpers import batch
@@ -118,6 +120,37 @@ def test_a_follower_that_catches_up_rejoins_the_isr_through_the_controller(tmp_p
         while cache.image.partition(*tp).isr != (1, 2):
             await cache.wait_for_change()
         assert partition.isr == (1, 2) and partition.pending_isr is None
+
+    run(tmp_path, main)
+
+
+def test_a_refused_isr_expansion_is_proposed_again_only_after_a_back_off(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="gregor.replicas")
+
+    async def main(controller, cache, replicas):
+        await controller.create_topic("t", {0: [1, 2]}, {})
+        tp = ("t", 0)
+        reg = cache.image.partition(*tp)
+        await controller.alter_partition(tp, 1, reg.leader_epoch, reg.partition_epoch, [1])
+        partition = replicas.get(*tp)
+        partition.append_as_leader(batch(3), required_acks=1)
+        # Broker 2's session ends while it goes on fetching, caught up: the
+        # controller refuses it as ineligible for the ISR.
+        await controller.register_broker(dataclasses.replace(registration(2), fenced=True))
+        for _ in range(200):  # a fetch every 10 ms for two seconds
+            replicas.follower_fetched(partition, 2, 3, 0)
+            await trio.sleep(0.01)
+        refusals = [r for r in caplog.records if "refused: INELIGIBLE_REPLICA" in r.getMessage()]
+        # One proposal each ISR_REFUSAL_BACKOFF_MS, not one each fetch.
+        assert 3 <= len(refusals) <= 5, len(refusals)
+        assert partition.isr == (1,) and partition.pending_isr is None
+        # Registered again: the first fetch after the back-off is taken.
+        await controller.register_broker(registration(2))
+        await trio.sleep(ISR_REFUSAL_BACKOFF_MS / 1000)
+        replicas.follower_fetched(partition, 2, 3, 0)
+        while cache.image.partition(*tp).isr != (1, 2):
+            await cache.wait_for_change()
+        assert partition.isr == (1, 2)
 
     run(tmp_path, main)
 
