@@ -51,6 +51,8 @@ TOOLS: dict[str, str] = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    # No script in bin/: Kafka's system tests run it with kafka-run-class.sh.
+    "transactional-message-copier": "org.apache.kafka.tools.TransactionalMessageCopier",
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",  # kafka.tools.* before 4.x
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",

@@ -52,6 +52,12 @@ EXPECTED_START: dict[str, tuple[tuple[str, ...], int, str, str]] = {
     "kafka-server": V,
     "kafka-verifiable-producer": (("--help",), 1, "stdout", "usage: verifiable-producer"),
     "kafka-verifiable-consumer": (("--help",), 1, "stdout", "usage: verifiable-consumer"),
+    "transactional-message-copier": (
+        ("--help",),
+        1,
+        "stdout",
+        "usage: transactional-message-copier",
+    ),
     "kafka-producer-perf-test": (("--help",), 1, "stdout", "usage: kafka-producer-perf-test"),
     "kafka-storage": (("--help",), 0, "stdout", "usage: kafka-storage"),
     "kafka-cluster": (("--help",), 1, "stdout", "usage: kafka-cluster"),
