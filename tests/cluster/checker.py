@@ -9,7 +9,8 @@ order violations (a key's values read out of the order they were sent).
 
 Two writers: confluent-kafka's (Writer, librdkafka) and Apache Kafka's own
 VerifiableProducer (VerifiableWriter, the Java client), whose acknowledged
-records the same checks take.
+records the same checks take. For exactly once, Kafka's own
+TransactionalMessageCopier (TransactionalCopier).
 """
 
 from __future__ import annotations
@@ -199,6 +200,96 @@ class VerifiableWriter:
         self._reader.join(30)
         if code not in (0, 143):
             self.errors.append(f"exited with {code}: {''.join(self.output[-20:])}")
+
+
+class TransactionalCopier:
+    """Apache Kafka's TransactionalMessageCopier (the Java client), as Kafka's
+    own system tests run it (transactions_test.py): it reads one partition of
+    the input topic (read_committed) and copies its records to the output
+    topic in transactions of `transaction_size`, committing its consumer's
+    offsets inside each (sendOffsetsToTransaction with the group's metadata),
+    until it has copied what the partition held when it started; then it
+    exits 0. On any error but a fenced producer it aborts the transaction and
+    rewinds to its group's committed offset: a failure may make it copy a
+    record again, never show it twice to a read_committed reader. With
+    `random_aborts` it also aborts a third of its transactions on purpose.
+
+    Its JSON lines on stdout give its progress: "totalProcessed", the records
+    in transactions it committed."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        input_topic: str,
+        partition: int,
+        output_topic: str,
+        group: str,
+        transaction_size: int,
+        random_aborts: bool = False,
+    ):
+        self.transactional_id = f"{group}-{partition}"
+        self.processed = 0
+        self.output: list[str] = []
+        try:
+            kafka_cli.check_installed()
+        except kafka_cli.ToolMissing as e:
+            pytest.fail(f"Kafka's TransactionalMessageCopier cannot run: {e}", pytrace=False)
+        self.proc = kafka_cli.popen_tool(
+            "transactional-message-copier",
+            "--broker-list", bootstrap,
+            "--input-topic", input_topic, "--input-partition", str(partition),
+            "--output-topic", output_topic,
+            "--transactional-id", self.transactional_id, "--consumer-group", group,
+            "--transaction-size", str(transaction_size),
+            # As Kafka's system test: the transaction a killed copier left open
+            # is aborted within seconds. Its successor cannot even look up its
+            # position until then (read_committed waits for the group's
+            # transactional offsets to settle), and looks it up before it
+            # fences the killed one.
+            "--transaction-timeout", "10000",
+            "--use-group-metadata",
+            *(["--enable-random-aborts"] if random_aborts else []),
+            stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
+        )  # fmt: skip
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line) if line.startswith("{") else None
+            except json.JSONDecodeError:
+                event = None
+            if event is None:
+                self.output.append(line)
+            elif "totalProcessed" in event:
+                self.processed = event["totalProcessed"]
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code once it ends within `timeout` seconds, else None."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(30)
+        return code
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "".join(self.output[-lines:])
+
+    def kill(self) -> None:
+        """kill -9, mid-transaction as likely as not."""
+        self.proc.kill()
+        self.proc.wait()
+        self._reader.join(30)
+
+    def stop(self) -> None:
+        kafka_cli.stop(self.proc, timeout=30)
+        self._reader.join(30)
 
 
 def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float = 60):

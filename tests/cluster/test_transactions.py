@@ -35,16 +35,21 @@ def read_committed(bootstrap: str, topic: str, partitions: int, expect: int) -> 
     return sorted(values(read_isolated(bootstrap, topic, partitions, "read_committed", expect)))
 
 
-def transaction_coordinator(cluster, txn_id: str) -> int | None:
-    """The broker coordinating `txn_id`, as a running broker answers; None
-    while there is none (its partition has no leader yet)."""
+def coordinator(cluster, key: str, key_type: int) -> int | None:
+    """The broker coordinating `key` (key_type 0: a group, 1: a transactional
+    id), as a running broker answers; None while there is none (its
+    partition has no leader yet)."""
     node = next(n for n, broker in cluster.brokers.items() if broker.running())
     with RawClient(cluster.inbound[node].address) as client:
         response = client.call(
-            ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn_id]}
+            ApiKey.FIND_COORDINATOR, 4, {"key_type": key_type, "coordinator_keys": [key]}
         )
     [found] = response.coordinators
     return found.node_id if found.error_code == 0 else None
+
+
+def transaction_coordinator(cluster, txn_id: str) -> int | None:
+    return coordinator(cluster, txn_id, 1)
 
 
 def test_markers_reach_every_leader_and_commits_survive_the_coordinators_death(cluster):
