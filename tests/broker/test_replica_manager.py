@@ -106,15 +106,22 @@ def test_a_silent_follower_leaves_the_isr_through_the_controller(tmp_path):
     run(tmp_path, main)
 
 
+async def leading_alone(controller, cache, replicas):
+    """Partition t-0 on brokers 1 and 2, led by 1 with an ISR of 1 alone, and
+    3 records appended: (its topic-partition, the Partition)."""
+    await controller.create_topic("t", {0: [1, 2]}, {})
+    tp = ("t", 0)
+    reg = cache.image.partition(*tp)
+    await controller.alter_partition(tp, 1, reg.leader_epoch, reg.partition_epoch, [1])
+    partition = replicas.get(*tp)
+    assert partition.isr == (1,)
+    partition.append_as_leader(batch(3), required_acks=1)
+    return tp, partition
+
+
 def test_a_follower_that_catches_up_rejoins_the_isr_through_the_controller(tmp_path):
     async def main(controller, cache, replicas):
-        await controller.create_topic("t", {0: [1, 2]}, {})
-        tp = ("t", 0)
-        reg = cache.image.partition(*tp)
-        await controller.alter_partition(tp, 1, reg.leader_epoch, reg.partition_epoch, [1])
-        partition = replicas.get(*tp)
-        assert partition.isr == (1,)
-        partition.append_as_leader(batch(3), required_acks=1)
+        tp, partition = await leading_alone(controller, cache, replicas)
         assert partition.high_watermark == 3  # the ISR is the leader alone
         replicas.follower_fetched(partition, 2, 3, 0)
         while cache.image.partition(*tp).isr != (1, 2):
@@ -128,12 +135,7 @@ def test_a_refused_isr_expansion_is_proposed_again_only_after_a_back_off(tmp_pat
     caplog.set_level(logging.INFO, logger="gregor.replicas")
 
     async def main(controller, cache, replicas):
-        await controller.create_topic("t", {0: [1, 2]}, {})
-        tp = ("t", 0)
-        reg = cache.image.partition(*tp)
-        await controller.alter_partition(tp, 1, reg.leader_epoch, reg.partition_epoch, [1])
-        partition = replicas.get(*tp)
-        partition.append_as_leader(batch(3), required_acks=1)
+        tp, partition = await leading_alone(controller, cache, replicas)
         # Broker 2's session ends while it goes on fetching, caught up: the
         # controller refuses it as ineligible for the ISR.
         await controller.register_broker(dataclasses.replace(registration(2), fenced=True))

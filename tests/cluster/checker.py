@@ -108,7 +108,70 @@ class Writer:
         self._thread.join(180)
 
 
-class VerifiableWriter:
+class _JavaTool:
+    """One of Kafka's Java test tools in a child process. Its JSON lines on
+    stdout go to `_on_event` as they come; every other line (its client's
+    log, on the same pipe) is kept for `log_tail`."""
+
+    def _start(self, tool: str, title: str, *args: str) -> None:
+        self.output: list[str] = []
+        try:
+            kafka_cli.check_installed()
+        except kafka_cli.ToolMissing as e:
+            pytest.fail(f"Kafka's {title} cannot run: {e}", pytrace=False)
+        self.proc = kafka_cli.popen_tool(
+            tool,
+            *args,
+            stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line) if line.startswith("{") else None
+            except json.JSONDecodeError:
+                event = None
+            if event is None:
+                self.output.append(line)
+            else:
+                self._on_event(event)
+
+    def _on_event(self, event: dict) -> None:
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The tool's own log (its client's warnings: the errors it retried)."""
+        return "".join(self.output[-lines:])
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code once it ends within `timeout` seconds, else None."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(30)
+        return code
+
+    def kill(self) -> None:
+        """kill -9."""
+        self.proc.kill()
+        self.proc.wait()
+        self._reader.join(30)
+
+    def _terminate(self, timeout: float) -> int:
+        """SIGTERM, then its exit code."""
+        code = kafka_cli.stop(self.proc, timeout=timeout)
+        self._reader.join(30)
+        return code
+
+
+class VerifiableWriter(_JavaTool):
     """Apache Kafka's VerifiableProducer (kafka-verifiable-producer, the Java
     client) writing sequential integers ("0", "1", ...) without keys, acks=all
     and idempotent, at `throughput` records a second until stopped.
@@ -126,12 +189,7 @@ class VerifiableWriter:
         # (start, end) of the periods with no acknowledgement for over a second,
         # from the tool's own timestamps (wall clock, seconds).
         self.stalls: list[tuple[float, float]] = []
-        self.output: list[str] = []
         self._last_ack: float | None = None
-        try:
-            kafka_cli.check_installed()
-        except kafka_cli.ToolMissing as e:
-            pytest.fail(f"Kafka's VerifiableProducer cannot run: {e}", pytrace=False)
         config = Path(tempfile.mkstemp(suffix=".properties", dir=workdir)[1])
         # The tool sets retries=0 itself (which idempotence refuses): retry as
         # a default KafkaProducer does. Its records have no keys, and the
@@ -144,65 +202,44 @@ class VerifiableWriter:
             "max.in.flight.requests.per.connection=5\nmetadata.max.age.ms=5000\n"
             "batch.size=1024\n"
         )
-        self.proc = kafka_cli.popen_tool(
-            "kafka-verifiable-producer",
+        self._start(
+            "kafka-verifiable-producer", "VerifiableProducer",
             "--bootstrap-server", bootstrap, "--topic", topic,
             "--acks", "-1", "--throughput", str(throughput),
             "--command-config", str(config),
-            stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
         )  # fmt: skip
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if not line.startswith("{"):
-                self.output.append(line)
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                self.output.append(line)
-                continue
-            name = event.get("name")
-            if name == "producer_send_success":
-                now = event["timestamp"] / 1000
-                if self._last_ack is not None and now - self._last_ack > 1.0:
-                    self.stalls.append((self._last_ack, now))
-                self._last_ack = now
-                key = event.get("key")
-                self.acked.append(
-                    Written(
-                        event["partition"],
-                        event["offset"],
-                        key.encode() if key is not None else None,
-                        event["value"].encode(),
-                    )
+    def _on_event(self, event: dict) -> None:
+        name = event.get("name")
+        if name == "producer_send_success":
+            now = event["timestamp"] / 1000
+            if self._last_ack is not None and now - self._last_ack > 1.0:
+                self.stalls.append((self._last_ack, now))
+            self._last_ack = now
+            key = event.get("key")
+            self.acked.append(
+                Written(
+                    event["partition"],
+                    event["offset"],
+                    key.encode() if key is not None else None,
+                    event["value"].encode(),
                 )
-            elif name == "producer_send_error":
-                self.errors.append(f"{event.get('exception')}: {event.get('message')}")
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
+            )
+        elif name == "producer_send_error":
+            self.errors.append(f"{event.get('exception')}: {event.get('message')}")
 
     def partitions_written(self) -> set[int]:
         """The partitions at least one acknowledged record went to."""
         return {w.partition for w in self.acked}
 
-    def log_tail(self, lines: int = 40) -> str:
-        """The tool's own log (its client's warnings: the errors it retried)."""
-        return "".join(self.output[-lines:])
-
     def stop(self) -> None:
         """SIGTERM: the tool closes its producer, which waits for what is in flight."""
-        code = kafka_cli.stop(self.proc, timeout=150)
-        self._reader.join(30)
+        code = self._terminate(timeout=150)
         if code not in (0, 143):
-            self.errors.append(f"exited with {code}: {''.join(self.output[-20:])}")
+            self.errors.append(f"exited with {code}: {self.log_tail(20)}")
 
 
-class TransactionalCopier:
+class TransactionalCopier(_JavaTool):
     """Apache Kafka's TransactionalMessageCopier (the Java client), as Kafka's
     own system tests run it (transactions_test.py): it reads one partition of
     the input topic (read_committed) and copies its records to the output
@@ -229,13 +266,8 @@ class TransactionalCopier:
     ):
         self.transactional_id = f"{group}-{partition}"
         self.processed = 0
-        self.output: list[str] = []
-        try:
-            kafka_cli.check_installed()
-        except kafka_cli.ToolMissing as e:
-            pytest.fail(f"Kafka's TransactionalMessageCopier cannot run: {e}", pytrace=False)
-        self.proc = kafka_cli.popen_tool(
-            "transactional-message-copier",
+        self._start(
+            "transactional-message-copier", "TransactionalMessageCopier",
             "--broker-list", bootstrap,
             "--input-topic", input_topic, "--input-partition", str(partition),
             "--output-topic", output_topic,
@@ -249,47 +281,14 @@ class TransactionalCopier:
             "--transaction-timeout", "10000",
             "--use-group-metadata",
             *(["--enable-random-aborts"] if random_aborts else []),
-            stderr=subprocess.STDOUT,  # read by the same thread: no full pipe
         )  # fmt: skip
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line) if line.startswith("{") else None
-            except json.JSONDecodeError:
-                event = None
-            if event is None:
-                self.output.append(line)
-            elif "totalProcessed" in event:
-                self.processed = event["totalProcessed"]
-
-    def running(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait(self, timeout: float) -> int | None:
-        """Its exit code once it ends within `timeout` seconds, else None."""
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self._reader.join(30)
-        return code
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "".join(self.output[-lines:])
-
-    def kill(self) -> None:
-        """kill -9, mid-transaction as likely as not."""
-        self.proc.kill()
-        self.proc.wait()
-        self._reader.join(30)
+    def _on_event(self, event: dict) -> None:
+        if "totalProcessed" in event:
+            self.processed = event["totalProcessed"]
 
     def stop(self) -> None:
-        kafka_cli.stop(self.proc, timeout=30)
-        self._reader.join(30)
+        self._terminate(timeout=30)
 
 
 def read_everything(bootstrap: str, topic: str, partitions: int, timeout: float = 60):
