@@ -6,10 +6,11 @@
 Gregor runs in this process (a `Broker` on a loopback port); one thread sends
 the same encoded Produce request (acks=1) again and again, waiting for each
 answer as a producer with one request in flight does, and checks that every
-partition of the first and last answers was appended. Printed per shape: the
+partition of the first and last answers was appended. Printed per shape, per
+request and per partition, as the median and range of the runs: the
 process's CPU time (user + system: the broker's event loop and the sending
-thread, whose `sendall` is the kernel's copy) per request and per partition,
-as the median and range of the runs.
+thread, whose `sendall` is the kernel's copy), and the event-loop thread's
+alone (the broker's own work and system calls).
 
 `bench/run.py` measures Gregor beside Kafka with real clients, and on two
 cores its produce figures are bound by those clients and move by a quarter
@@ -135,14 +136,14 @@ def _create_topic(client: Client, partitions: int) -> None:
         raise RuntimeError(f"topic not created: {response.topics[0]}")
 
 
-def measure(shape: Shape, data_root: str, profile: cProfile.Profile | None) -> float:
+def measure(shape: Shape, data_root: str, profile: cProfile.Profile | None) -> Cost:
     """Process CPU seconds for `shape.requests` Produce requests (the first,
     which warms the codecs and opens the segments, not counted)."""
     data = tempfile.mkdtemp(prefix="produce-path-", dir=data_root)
     config = BrokerConfig.load(
         None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data, "node.id": 1}
     )
-    result: list[float] = []
+    result: list[Cost] = []
 
     def send(port: int) -> None:
         now = int(time.time() * 1000)
@@ -183,15 +184,17 @@ def measure(shape: Shape, data_root: str, profile: cProfile.Profile | None) -> f
                     time.sleep(0.05)
             if profile is not None:
                 trio.from_thread.run_sync(profile.enable)
+            loop_before = trio.from_thread.run_sync(time.thread_time)
             before = time.process_time()
             for frame in frames[1:-1]:
                 client.call(frame)
             last = client.call(frames[-1])
             after = time.process_time()
+            loop_after = trio.from_thread.run_sync(time.thread_time)
             if profile is not None:
                 trio.from_thread.run_sync(profile.disable)
             _check_appended(last, shape.partitions)
-            result.append(after - before)
+            result.append(Cost(after - before, loop_after - loop_before))
         finally:
             client.close()
 
@@ -210,6 +213,16 @@ def measure(shape: Shape, data_root: str, profile: cProfile.Profile | None) -> f
     return result[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """CPU seconds of one run: the whole process's, and the event-loop
+    thread's alone (the broker's own work and system calls, without the
+    sending thread's)."""
+
+    process: float
+    loop: float
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), nargs="+", default=list(SHAPES))
@@ -220,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="one tiny run of each shape")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    print(f"bench/produce_path.py: data in {args.dir}; process CPU (user + system)")
+    print(
+        f"bench/produce_path.py: data in {args.dir}; CPU (user + system) of the process "
+        "and of the event-loop thread alone"
+    )
     for name in args.shape:
         shape = SHAPES[name]
         runs = args.runs
@@ -228,17 +244,21 @@ def main(argv: list[str] | None = None) -> int:
             shape = dataclasses.replace(shape, partitions=min(shape.partitions, 20), requests=5)
             runs = 1
         profile = cProfile.Profile() if args.profile else None
-        seconds = [measure(shape, args.dir, profile) for _ in range(runs)]
+        costs = [measure(shape, args.dir, profile) for _ in range(runs)]
         counted = shape.requests - 1
-        per_request = sorted(s / counted * 1e6 for s in seconds)
-        per_partition = [us / shape.partitions for us in per_request]
-        print(
-            f"{shape.name:>10} ({shape.what}): "
-            f"{statistics.median(per_request):,.0f} us a request "
-            f"({per_request[0]:,.0f}-{per_request[-1]:,.0f}), "
-            f"{statistics.median(per_partition):,.1f} us a partition "
-            f"({per_partition[0]:,.1f}-{per_partition[-1]:,.1f}), {runs} runs"
-        )
+        for what, seconds in (
+            ("process", [c.process for c in costs]),
+            ("loop", [c.loop for c in costs]),
+        ):
+            per_request = sorted(s / counted * 1e6 for s in seconds)
+            per_partition = [us / shape.partitions for us in per_request]
+            print(
+                f"{shape.name:>10} ({shape.what}), {what:>7}: "
+                f"{statistics.median(per_request):,.0f} us a request "
+                f"({per_request[0]:,.0f}-{per_request[-1]:,.0f}), "
+                f"{statistics.median(per_partition):,.1f} us a partition "
+                f"({per_partition[0]:,.1f}-{per_partition[-1]:,.1f}), {runs} runs"
+            )
         if profile is not None:
             pstats.Stats(profile).sort_stats("tottime").print_stats(args.profile)
     return 0
