@@ -16,6 +16,7 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUIRED_ACKS = 21
 INVALID_TIMESTAMP = 32
 INVALID_RECORD = 87
+UNKNOWN_TOPIC_ID = 100
 UNKNOWN_SERVER_ERROR = -1
 
 
@@ -41,6 +42,33 @@ def test_produce_unknown_topic_and_partition_raw(bootstrap, topic):
     assert_plain_error(res, UNKNOWN_TOPIC_OR_PARTITION, -1)
     res = produce(bootstrap, t, 7, raw.record_batch([b"x"]))
     assert_plain_error(res, UNKNOWN_TOPIC_OR_PARTITION, -1)
+
+
+@pytest.mark.client("raw")
+@pytest.mark.api("Produce", "errors", "topic ids")
+def test_produce_by_topic_id_raw(bootstrap, admin, topic):
+    """Produce v13 (Kafka 4.1+) names the topic by its id: the answer names it
+    the same way, a known id with an unknown partition is
+    UNKNOWN_TOPIC_OR_PARTITION, and an id nobody knows UNKNOWN_TOPIC_ID."""
+    from confluent_kafka import TopicCollection
+
+    t = topic(partitions=2)
+    uid = admin.describe_topics(TopicCollection([t]))[t].result(20).topic_id
+    topic_id = struct.pack(">qq", uid.get_most_significant_bits(), uid.get_least_significant_bits())
+    with raw.Connection(bootstrap) as conn:
+        answered, res = raw.produce_v13(conn, topic_id, 1, raw.record_batch([b"a", b"b"]))
+        assert answered == topic_id
+        assert (res.error_code, res.base_offset, res.log_start_offset) == (0, 0, 0), res
+        answered, res = raw.produce_v13(conn, topic_id, 1, raw.record_batch([b"c"]))
+        assert (res.error_code, res.base_offset) == (0, 2), res
+        _, res = raw.produce_v13(conn, topic_id, 7, raw.record_batch([b"x"]))
+        assert_plain_error(res, UNKNOWN_TOPIC_OR_PARTITION, -1)
+        unknown = bytes(range(1, 17))
+        answered, res = raw.produce_v13(conn, unknown, 0, raw.record_batch([b"x"]))
+        assert answered == unknown
+        assert_plain_error(res, UNKNOWN_TOPIC_ID, -1)
+    assert ck_watermarks(bootstrap, t, 1) == (0, 3)
+    assert ck_watermarks(bootstrap, t, 0) == (0, 0)
 
 
 @pytest.mark.client("raw")

@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 0-11: append record batches to partition leaders.
+"""Produce (key 0), versions 0-13: append record batches to partition leaders.
 
 v0-2 are advertised because librdkafka checks for them before enabling
 compression (CLIENTS.md), as Kafka 4.x does; their magic 0/1 message sets
@@ -11,7 +11,9 @@ Each partition goes through Kafka's checks in Kafka's order, because the
 first that fails decides the answer (logstore/log_validator.py): unknown topic or
 partition, one whole batch, acks, internal topic, leadership, min.insync,
 then the batch and its records. Like Kafka, most errors carry no message;
-those found while appending report the partition's log start offset.
+those found while appending report the partition's log start offset. From
+v13 topics are named by their ids (KIP-516, Kafka 4.1), and an id the broker
+does not know is UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def error_response(request, code, message=None):
         "responses": [
             {
                 "name": t.name,
+                "topic_id": t.topic_id,
                 "partition_responses": [
                     _partition_response(p.index, code, message) for p in t.partition_data
                 ],
@@ -91,15 +94,25 @@ class ProduceHandler:
         self.topic_configs = topic_configs
         self.verifier = verifier
 
-    @handles(ApiKey.PRODUCE, "0-12", error_response)
+    @handles(ApiKey.PRODUCE, "0-13", error_response)
     async def produce(self, ctx: RequestContext, request):
         acks = request.acks
+        image = self.metadata.image
+        # Each topic of the request with its name and image: from v13 the
+        # request names topics by id (an unknown id has neither).
+        if ctx.api_version >= 13:
+            topics = []
+            for t in request.topic_data:
+                topic = image.topic_by_id(t.topic_id)
+                topics.append((t, topic.name if topic is not None else None, topic))
+        else:
+            topics = [(t, t.name, image.topic(t.name)) for t in request.topic_data]
         try:
             # Kafka looks at the first batch of every partition before anything
             # else: one it cannot read fails the whole request.
             transactional = [
-                (t.name, p)
-                for t in request.topic_data
+                (name, p)
+                for t, name, _ in topics
                 for p in t.partition_data
                 if first_batch_is_transactional(p.records)
             ]
@@ -107,7 +120,8 @@ class ProduceHandler:
             return _whole_request_error(request, e.code, e.message)
         if transactional and request.transactional_id is None:
             return _whole_request_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        image = self.metadata.image
+        # A topic id nobody knows is answered UNKNOWN_TOPIC_ID, not verified.
+        transactional = [(name, p) for name, p in transactional if name is not None]
         guards = (
             await self._verify(
                 request.transactional_id, transactional, Operation.for_produce(ctx.api_version)
@@ -118,12 +132,14 @@ class ProduceHandler:
         now = time.time_ns() // 1_000_000
         responses = []
         waits = []  # (partition, offset the high watermark must reach, its response)
-        for topic_data in request.topic_data:
-            topic = image.topic(topic_data.name)
+        for topic_data, name, topic in topics:
             results = []
             for pdata in topic_data.partition_data:
-                guard = guards.get((topic_data.name, pdata.index)) if guards else None
-                result, wait = self._append(ctx, topic, topic_data.name, pdata, now, acks, guard)
+                if name is None:
+                    results.append(_partition_response(pdata.index, ErrorCode.UNKNOWN_TOPIC_ID))
+                    continue
+                guard = guards.get((name, pdata.index)) if guards else None
+                result, wait = self._append(ctx, topic, name, pdata, now, acks, guard)
                 results.append(result)
                 if wait is not None:
                     # Checked here first: two coroutines per partition to find
@@ -133,7 +149,13 @@ class ProduceHandler:
                         await _flush_if_due(wait[0], result)
                     if result["error_code"] == ErrorCode.NONE:
                         waits.append((*wait, result))
-            responses.append({"name": topic_data.name, "partition_responses": results})
+            responses.append(
+                {
+                    "name": topic_data.name,
+                    "topic_id": topic_data.topic_id,
+                    "partition_responses": results,
+                }
+            )
         if acks == 0:
             if any(r["error_code"] for t in responses for r in t["partition_responses"]):
                 # The only way Kafka can tell an acks=0 producer that it failed.

@@ -373,6 +373,39 @@ def produce_v12(
     return r.int16()
 
 
+def produce_v13(
+    conn: Connection, topic_id: bytes, partition: int, batch: bytes, acks: int = -1
+) -> tuple[bytes, PartitionResult]:
+    """Produce v13 (KIP-516: the topic named by its 16-byte id) of one batch to
+    one partition: (the topic id the answer names, the partition's result)."""
+    body = (
+        _compact_nullable_string(None)
+        + struct.pack(">hi", acks, 10000)
+        + _uvarint(2)  # one topic
+        + topic_id
+        + _uvarint(2)  # one partition
+        + struct.pack(">i", partition)
+        + _compact_bytes(batch)
+        + b"\x00"  # the partition's tagged fields
+        + b"\x00"  # the topic's
+        + b"\x00"  # the request's
+    )
+    r = conn.request(0, 13, body, flexible_header=True, response_flexible_header=True)
+    assert r.uvarint() == 2
+    answered_id = r.data[r.pos : r.pos + 16]
+    r.pos += 16
+    assert r.uvarint() == 2
+    r.int32()  # partition index
+    result = PartitionResult(r.int16(), r.int64(), r.int64(), r.int64())
+    result.record_errors = []
+    for _ in range(r.uvarint() - 1):
+        index = r.int32()
+        result.record_errors.append((index, r.compact_string()))
+        r.skip_tagged_fields()
+    result.error_message = r.compact_string()
+    return answered_id, result
+
+
 def end_txn_v5(
     conn: Connection, transactional_id: str, producer_id: int, epoch: int, commit: bool
 ) -> tuple[int, int, int]:

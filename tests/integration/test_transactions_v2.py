@@ -10,6 +10,7 @@ transaction it ended.
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from compatlib.transactions import read_isolated, values
@@ -47,10 +48,15 @@ class V2Producer:
     def call(self, api_key, version, **body):
         return self.client.call(api_key, version, body)
 
-    def produce(self, topic: str, seq: int, value: bytes, version: int = 12, epoch=None) -> int:
+    def produce(
+        self, topic: str, seq: int, value: bytes, version: int = 12, epoch=None, topic_id=None
+    ) -> int:
+        """One batch; from v13 the topic is named by `topic_id`."""
         batch = txn_batch(self.pid, self.epoch if epoch is None else epoch, seq, value)
         body = raw.produce_body(topic, batch, acks=-1)
         body["transactional_id"] = self.txn_id
+        if version >= 13:
+            body["topic_data"][0]["topic_id"] = topic_id
         response = self.client.call(ApiKey.PRODUCE, version, body)
         return response.responses[0].partition_responses[0].error_code
 
@@ -92,7 +98,7 @@ def test_api_versions_finalizes_transaction_version_2(gregor):
     # Clients ignore finalized features whose epoch is not newer than -1.
     assert response.finalized_features_epoch >= 0
     served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert served[ApiKey.PRODUCE][1] == 12
+    assert served[ApiKey.PRODUCE][1] == 13
     assert served[ApiKey.END_TXN][1] == 5
     assert served[ApiKey.TXN_OFFSET_COMMIT][1] == 5
 
@@ -206,3 +212,37 @@ def test_txn_offset_commit_v5_adds_the_groups_offsets(gregor):
 
         # Visible once the marker reached the offsets partition.
         wait_until(offset_visible, "the committed offset", DEADLINE_S, step=0.05)
+
+
+def _topic_id(client: raw.RawClient, topic: str):
+    response = client.call(ApiKey.METADATA, 12, {"topics": [{"name": topic}]})
+    return response.topics[0].topic_id
+
+
+def test_produce_v13_names_the_topic_by_id_inside_a_transaction(gregor):
+    """Kafka 4.1's producer names topics by id (Produce v13); under
+    transactions v2 the first batch still brings the partition into the
+    transaction. A transactional batch for an id nobody knows is told so,
+    and the transaction goes on."""
+    topic = create_topic(gregor.bootstrap, unique_name("txn2-ids"), partitions=1)
+    with raw.RawClient(gregor.bootstrap) as client:
+        topic_id = _topic_id(client, topic)
+        p = V2Producer(client, "v2-ids-" + topic)
+        assert p.produce(topic, 0, b"by-id-1", version=13, topic_id=topic_id) == E.NONE
+        state = p.describe()
+        assert [(t.topic, list(t.partitions)) for t in state.topics] == [(topic, [0])]
+        unknown = uuid.uuid4()
+        assert p.produce(topic, 1, b"lost", version=13, topic_id=unknown) == E.UNKNOWN_TOPIC_ID
+        assert p.produce(topic, 1, b"by-id-2", version=13, topic_id=topic_id) == E.NONE
+        p.end(commit=True)
+        # Without a transactional id, a transactional batch fails the whole
+        # request first, whatever its topic id (Kafka checks that before topics).
+        body = raw.produce_body(topic, txn_batch(p.pid, p.epoch, 0, b"x"), acks=-1)
+        body["topic_data"][0]["topic_id"] = unknown
+        response = client.call(ApiKey.PRODUCE, 13, body)
+        (answered,) = response.responses
+        assert answered.topic_id == unknown
+        (partition,) = answered.partition_responses
+        assert partition.error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    got = values(read_isolated(gregor.bootstrap, topic, 1, "read_committed", 2))
+    assert got == [b"by-id-1", b"by-id-2"]
