@@ -342,6 +342,25 @@ def init_transactional_producer(
     return r.int16(), r.int64(), r.int16()
 
 
+def _flexible_produce_body(
+    transactional_id: str | None, acks: int, topic: bytes, partition: int, batch: bytes
+) -> bytes:
+    """A flexible (v9+) Produce body of one batch to one partition; `topic` is
+    the topic as encoded: a compact string name (v9-12) or a 16-byte id (v13)."""
+    return (
+        _compact_nullable_string(transactional_id)
+        + struct.pack(">hi", acks, 30000)
+        + _uvarint(2)  # one topic
+        + topic
+        + _uvarint(2)  # one partition
+        + struct.pack(">i", partition)
+        + _compact_bytes(batch)
+        + b"\x00"  # the partition's tagged fields
+        + b"\x00"  # the topic's
+        + b"\x00"  # the request's
+    )
+
+
 def produce_v12(
     conn: Connection,
     topic: str,
@@ -353,18 +372,7 @@ def produce_v12(
 ) -> int:
     """Produce v12 of one batch to one partition (under transactions v2 the
     partition joins the producer's transaction with it): the partition's error."""
-    body = (
-        _compact_nullable_string(transactional_id)
-        + struct.pack(">hi", acks, 30000)
-        + _uvarint(2)  # one topic
-        + _compact_string(topic)
-        + _uvarint(2)  # one partition
-        + struct.pack(">i", partition)
-        + _compact_bytes(batch)
-        + b"\x00"  # the partition's tagged fields
-        + b"\x00"  # the topic's
-        + b"\x00"  # the request's
-    )
+    body = _flexible_produce_body(transactional_id, acks, _compact_string(topic), partition, batch)
     r = conn.request(0, 12, body, flexible_header=True, response_flexible_header=True)
     assert r.uvarint() == 2
     r.compact_string()
@@ -378,18 +386,7 @@ def produce_v13(
 ) -> tuple[bytes, PartitionResult]:
     """Produce v13 (KIP-516: the topic named by its 16-byte id) of one batch to
     one partition: (the topic id the answer names, the partition's result)."""
-    body = (
-        _compact_nullable_string(None)
-        + struct.pack(">hi", acks, 10000)
-        + _uvarint(2)  # one topic
-        + topic_id
-        + _uvarint(2)  # one partition
-        + struct.pack(">i", partition)
-        + _compact_bytes(batch)
-        + b"\x00"  # the partition's tagged fields
-        + b"\x00"  # the topic's
-        + b"\x00"  # the request's
-    )
+    body = _flexible_produce_body(None, acks, topic_id, partition, batch)
     r = conn.request(0, 13, body, flexible_header=True, response_flexible_header=True)
     assert r.uvarint() == 2
     answered_id = r.data[r.pos : r.pos + 16]
