@@ -137,8 +137,9 @@ def _create_topic(client: Client, partitions: int) -> None:
 
 
 def measure(shape: Shape, data_root: str, profile: cProfile.Profile | None) -> Cost:
-    """Process CPU seconds for `shape.requests` Produce requests (the first,
-    which warms the codecs and opens the segments, not counted)."""
+    """The CPU cost (the process's and the event loop's) of `shape.requests`
+    Produce requests (the first, which warms the codecs and opens the
+    segments, not counted)."""
     data = tempfile.mkdtemp(prefix="produce-path-", dir=data_root)
     config = BrokerConfig.load(
         None, {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data, "node.id": 1}
