@@ -354,6 +354,41 @@ def test_fetch_from_offset_java_console_consumer(bootstrap, filled):
 
 
 @pytest.mark.client("raw")
+@pytest.mark.api("ListOffsets")
+def test_list_offsets_sentinels_by_version_raw(bootstrap, filled):
+    """Each sentinel timestamp from the version that brought it (a topic
+    without tiered storage has nothing tiered and nothing pending upload);
+    before that version, or a negative timestamp that is no sentinel, the
+    partition's answer is UNSUPPORTED_VERSION (35)."""
+    from compatlib import raw
+
+    t, base = filled
+    unknown = (-1, -1)
+    with raw.Connection(bootstrap) as conn:
+        for version in (6, 7, 8, 9, 10, 11):
+            assert raw.list_offsets(conn, t, 0, raw.EARLIEST, version) == (0, -1, 0)
+            assert raw.list_offsets(conn, t, 0, raw.LATEST, version) == (0, -1, N)
+            assert raw.list_offsets(conn, t, 0, base + STEP, version) == (0, base + STEP, 1)
+        # -3 max timestamp (v7), -4 earliest local (v8), -5 latest tiered
+        # (v9), -6 earliest pending upload (v11).
+        answers = {-3: (0, base + (N - 1) * STEP, N - 1), -4: (0, -1, 0), -5: (0, *unknown)}
+        answers[-6] = (0, *unknown)
+        since = {-3: 7, -4: 8, -5: 9, -6: 11}
+        for sentinel, first in since.items():
+            for version in range(6, 12):
+                got = raw.list_offsets(conn, t, 0, sentinel, version)
+                if version >= first:
+                    assert got == answers[sentinel], (sentinel, version)
+                else:
+                    assert got == (35, *unknown), (sentinel, version)
+        for version in (7, 11):
+            assert raw.list_offsets(conn, t, 0, -7, version) == (35, *unknown)
+        # The timestamp is checked before the topic is looked up.
+        assert raw.list_offsets(conn, unique("missing"), 0, -6, 10) == (35, *unknown)
+        assert raw.list_offsets(conn, unique("missing"), 0, -6, 11) == (3, *unknown)
+
+
+@pytest.mark.client("raw")
 @pytest.mark.api("OffsetForLeaderEpoch")
 def test_offset_for_leader_epoch_raw(bootstrap, filled, topic):
     from compatlib import raw

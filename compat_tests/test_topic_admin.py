@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 
 import pytest
 from compatlib import franz, java
-from compatlib.common import unique, wait_for_leaders, wait_until
+from compatlib.common import ck_produce, unique, wait_for_leaders, wait_until
 
 # --- confluent-kafka (librdkafka) ---------------------------------------------------
 
@@ -362,6 +363,27 @@ def test_describe_topic_partitions_kafka_python(kp_admin, existing_topic):
     for p in desc["partitions"]:
         assert p["leader_id"] == 1
         assert p["replica_nodes"] == [1] and p["isr_nodes"] == [1]
+
+
+@pytest.mark.client("kafka-python")
+@pytest.mark.api("DescribeLogDirs")
+def test_describe_log_dirs_kafka_python(kp_admin, bootstrap, existing_topic):
+    """The newest DescribeLogDirs both sides know (v5 with Kafka 4.3.1, which
+    adds IsCordoned): each partition's size, and the volume's space."""
+    ck_produce(bootstrap, existing_topic, [{"value": b"x" * 1000, "partition": 1}])
+    (entry,) = kp_admin.describe_log_dirs(topic_partitions=[existing_topic])
+    (log_dir,) = entry["log_dirs"]
+    assert log_dir["error_code"] == 0
+    assert os.path.isabs(log_dir["log_dir"])
+    assert log_dir["total_bytes"] >= log_dir["usable_bytes"] > 0
+    assert log_dir["is_cordoned"] is False
+    (described,) = log_dir["topics"]
+    assert described["name"] == existing_topic
+    sizes = {p["partition_index"]: p["partition_size"] for p in described["partitions"]}
+    assert sorted(sizes) == [0, 1, 2]
+    assert sizes[0] == sizes[2] == 0
+    assert sizes[1] > 1000
+    assert {p["offset_lag"] for p in described["partitions"]} == {0}
 
 
 # --- franz-go ----------------------------------------------------------------------

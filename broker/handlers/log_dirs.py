@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), versions 1-4: this broker's log dirs and the
+"""DescribeLogDirs (key 35), versions 1-5: this broker's log dirs and the
 partitions in each.
 
 Per log dir, as Kafka's ReplicaManager.describeLogDirs: its absolute path, an
@@ -7,7 +7,9 @@ a dir is offline once one of its logs is, as Kafka takes a whole dir offline),
 each hosted partition's size on disk, offset lag (how far the log end is
 behind the high watermark: 0 on a leader) and is_future_key (false: Gregor
 never moves replicas between dirs); from v4 the file system's total and
-usable bytes (os.statvfs, as Java's FileStore reports them). topics null
+usable bytes (os.statvfs, as Java's FileStore reports them); from v5 whether
+the dir is cordoned (KIP-1066), always false: Gregor has no cordoning, and
+Kafka answers false for a dir its `cordoned.log.dirs` does not name. topics null
 asks for every partition; a list asks for those partitions, and a topic with
 none of them in a dir is left out of that dir.
 """
@@ -41,7 +43,7 @@ class LogDirsHandler:
         self.logs = logs
         self.replicas = replicas
 
-    @handles(ApiKey.DESCRIBE_LOG_DIRS, "1-4")
+    @handles(ApiKey.DESCRIBE_LOG_DIRS, "1-5")
     async def describe_log_dirs(self, ctx: RequestContext, request):
         wanted = None
         if request.topics is not None:
@@ -96,6 +98,7 @@ class LogDirsHandler:
                     "topics": topics,
                     "total_bytes": total,
                     "usable_bytes": usable,
+                    "is_cordoned": False,
                 }
             )
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": results}

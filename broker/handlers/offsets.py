@@ -1,11 +1,15 @@
-"""Offsets of partitions: ListOffsets (key 2) 1-10, DeleteRecords (21) 0-2,
+"""Offsets of partitions: ListOffsets (key 2) 1-11, DeleteRecords (21) 0-2,
 OffsetForLeaderEpoch (23) 2-4.
 
 ListOffsets timestamps: -2 earliest (log start), -1 latest (high watermark, or
 last stable offset for read_committed), -3 the record with the largest
 timestamp (v7+), -4 earliest local (v8+, the log start here: no tiered
-storage), -5 earliest pending upload (v9+, none: -1); otherwise the first
-offset whose timestamp is at or after the one given, or -1 when none is.
+storage), -5 latest tiered (v9+) and -6 earliest pending upload (v11+), both
+-1 as Kafka answers them for a topic without tiered storage; otherwise the
+first offset whose timestamp is at or after the one given, or -1 when none
+is. A negative timestamp that is none of these, or one sent in a version
+older than the one that brought it, is UNSUPPORTED_VERSION for that
+partition (Kafka's ReplicaManager.isListOffsetsTimestampUnsupported).
 """
 
 from __future__ import annotations
@@ -20,7 +24,17 @@ from logstore import LogError, OffsetOutOfRange
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6
+# The first ListOffsets version that may carry each sentinel timestamp.
+_SENTINEL_SINCE = {
+    EARLIEST: 1,
+    LATEST: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 
 
 def _list_offsets_error(request, code, message=None):
@@ -37,13 +51,26 @@ def _list_offsets_error(request, code, message=None):
     }
 
 
-def _list_offsets(image, replicas, request):
+def _unsupported_timestamp(timestamp: int, version: int) -> bool:
+    return timestamp < 0 and version < _SENTINEL_SINCE.get(timestamp, 1 << 15)
+
+
+def _list_offsets(image, replicas, request, version: int):
     read_committed = request.isolation_level == 1
     topics = []
     for t in request.topics:
         topic = image.topic(t.name)
         results = []
         for p in t.partitions:
+            if _unsupported_timestamp(p.timestamp, version):
+                # Before the partition is looked up, as in Kafka.
+                results.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    }
+                )
+                continue
             partition, error = replicas.leader_partition(
                 topic, p.partition_index, p.current_leader_epoch
             )
@@ -68,12 +95,11 @@ def _lookup(partition, timestamp: int, read_committed: bool) -> dict:
             "offset": partition.fetch_limit(read_committed),
             "leader_epoch": epoch,
         }
-    if timestamp == EARLIEST_PENDING_UPLOAD:
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        # Nothing is tiered: Kafka's answer for a log without remote storage.
         return {"timestamp": -1, "offset": -1, "leader_epoch": -1}
     if timestamp == MAX_TIMESTAMP:
         found = partition.log.max_timestamp_offset()
-    elif timestamp < 0:
-        return {"error_code": ErrorCode.INVALID_REQUEST}
     else:
         found = partition.log.offset_for_timestamp(timestamp)
     limit = partition.fetch_limit(read_committed)
@@ -165,9 +191,9 @@ class OffsetsHandler:
         self.metadata = metadata
         self.replicas = replicas
 
-    @handles(ApiKey.LIST_OFFSETS, "1-10", _list_offsets_error)
+    @handles(ApiKey.LIST_OFFSETS, "1-11", _list_offsets_error)
     async def list_offsets(self, ctx: RequestContext, request):
-        return _list_offsets(self.metadata.image, self.replicas, request)
+        return _list_offsets(self.metadata.image, self.replicas, request, ctx.api_version)
 
     @handles(ApiKey.DELETE_RECORDS, "0-2", _delete_records_error)
     async def delete_records(self, ctx: RequestContext, request):

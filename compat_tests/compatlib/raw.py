@@ -419,19 +419,22 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 
 def list_offsets(
-    conn: Connection, topic: str, partition: int, timestamp: int
+    conn: Connection, topic: str, partition: int, timestamp: int, version: int = 7
 ) -> tuple[int, int, int]:
-    """ListOffsets v7 (the first with MAX_TIMESTAMP, -3) as a consumer sends it:
-    (error code, timestamp, offset) for one partition."""
+    """ListOffsets v6-11 (flexible; v7 is the first with MAX_TIMESTAMP, -3) as
+    a consumer sends it: (error code, timestamp, offset) for one partition."""
+    assert 6 <= version <= 11, version
     body = (
         struct.pack(">ib", -1, 0)
         + _uvarint(2)
         + _compact_string(topic)
         + _uvarint(2)
         + struct.pack(">iiq", partition, -1, timestamp)
-        + b"\x00\x00\x00"  # tagged fields: partition, topic, request
+        + b"\x00\x00"  # tagged fields: partition, topic
+        + (struct.pack(">i", 30_000) if version >= 10 else b"")  # timeout_ms
+        + b"\x00"  # tagged fields: request
     )
-    r = conn.request(2, 7, body, flexible_header=True, response_flexible_header=True)
+    r = conn.request(2, version, body, flexible_header=True, response_flexible_header=True)
     r.int32()  # throttle
     assert r.uvarint() == 2
     r.compact_string()

@@ -29,9 +29,9 @@ Excluded, and why:
 
 - versions only kafka-python has (added after Kafka 4.0, or after the 4.0
   snapshot `wire` follows), listed in KAFKA_PYTHON_ONLY_VERSIONS: Fetch
-  v18, ListOffsets v11, Metadata v13, OffsetCommit v10,
-  OffsetFetch v10, InitProducerId v6, DescribeLogDirs v5, AlterPartitionReassignments v1,
-  DescribeCluster v2, ListTransactions v2, ListConfigResources v1.
+  v18, Metadata v13, OffsetCommit v10, OffsetFetch v10, InitProducerId v6,
+  AlterPartitionReassignments v1, DescribeCluster v2, ListTransactions v2,
+  ListConfigResources v1.
   No version is only `wire`'s.
 - APIs kafka-python has no class for (inter-broker, KRaft, delegation
   tokens, KIP-848/932 groups, telemetry, share-group state), listed in
@@ -90,12 +90,10 @@ KAFKA_PYTHON_MESSAGES = kafka_python_messages()
 
 KAFKA_PYTHON_ONLY_VERSIONS = {
     "Fetch": [18],
-    "ListOffsets": [11],
     "Metadata": [13],
     "OffsetCommit": [10],
     "OffsetFetch": [10],
     "InitProducerId": [6],
-    "DescribeLogDirs": [5],
     "AlterPartitionReassignments": [1],
     "DescribeCluster": [2],
     "ListTransactions": [2],
@@ -312,7 +310,7 @@ def test_exclusions_are_the_documented_ones():
 
 
 def test_case_count():
-    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 251
+    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 253
 
 
 # --- the checks can fail ---------------------------------------------------------

@@ -5,7 +5,7 @@ from wire.schema import F, api
 DESCRIBE_LOG_DIRS = api(
     35,
     "DescribeLogDirs",
-    valid="0-4",
+    valid="0-5",
     flexible="2+",
     request=[
         F("topics", "[]DescribableLogDirTopic", "0+",
@@ -31,6 +31,7 @@ DESCRIBE_LOG_DIRS = api(
             ),
             F("total_bytes", "int64", "4+", default=-1),
             F("usable_bytes", "int64", "4+", default=-1),
+            F("is_cordoned", "bool", "5+", default=False),
         ),
     ],
 )

@@ -5,7 +5,7 @@ from wire.schema import F, api
 LIST_OFFSETS = api(
     2,
     "ListOffsets",
-    valid="0-10",
+    valid="0-11",
     flexible="6+",
     request=[
         F("replica_id", "int32", "0+"),
