@@ -9,6 +9,8 @@ asserted is what an application and Kafka's tools see.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from compatlib import franz, java
 from compatlib.common import ck_produce, unique, wait_until
@@ -275,6 +277,35 @@ def test_java_transactional_message_copier(bootstrap, topic):
     # Every input record once, in the input's order.
     out = values(read_isolated(bootstrap, sink, 1, "read_committed", 300))
     assert out == [b"m%d" % i for i in range(300)]
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("ListTransactions")
+def test_kafka_transactions_tool_lists_by_transactional_id_pattern(bootstrap, topic):
+    """ListTransactions v2 (KIP-1152): the ids the pattern matches whole, in
+    RE2's syntax (Kafka's RE2J); a pattern RE2 refuses is INVALID_REGULAR_EXPRESSION."""
+    t = topic(partitions=1)
+    prefix = unique("pattern")
+    for suffix in ("a", "b"):
+        p = txn_producer(bootstrap, f"{prefix}-{suffix}")
+        p.begin_transaction()
+        p.produce(t, value=b"x")
+        p.commit_transaction(TIMEOUT)
+
+    def listed(pattern: str) -> list[str]:
+        rows = transactions_table(bootstrap, "list", "--transactional-id-pattern", pattern)
+        return sorted(r["TransactionalId"] for r in rows)
+
+    assert listed(re.escape(prefix) + "-.*") == [f"{prefix}-a", f"{prefix}-b"]
+    assert listed(".*" + re.escape(prefix[len("pattern") :]) + "-[b-z]") == [f"{prefix}-b"]
+    assert listed(re.escape(prefix)) == []  # the whole id must match
+    for refused in ("(", f"(?={prefix}).*"):
+        out = java.run(
+            "kafka-transactions", "--bootstrap-server", bootstrap,
+            "list", "--transactional-id-pattern", refused,
+        )  # fmt: skip
+        assert out.returncode == 1
+        assert "INVALID_REGULAR_EXPRESSION" in out.stderr
 
 
 @pytest.mark.client("java")

@@ -43,6 +43,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+import re2
+
 from coordinator.actions import Action, Persist, Reply, SendMarkers
 from coordinator.hashing import coordinator_partition
 from coordinator.request_context import RequestContext
@@ -60,6 +62,13 @@ from wire.error_codes import ErrorCode
 E = ErrorCode
 S = TxnState
 NONE = ErrorCode.NONE
+
+# ListTransactions' transactional id pattern (v2, KIP-1152): Kafka compiles it
+# with RE2J, so RE2's syntax (no lookaround, no backreferences) and its
+# matching in linear time, which a client's pattern cannot turn into a stall
+# of the coordinator. An invalid one is answered, not logged.
+_PATTERN_OPTIONS = re2.Options()
+_PATTERN_OPTIONS.log_errors = False
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 # Kafka's Short.MaxValue - 1: the last epoch an id may reach before the
@@ -929,6 +938,12 @@ class TransactionCoordinator:
         pids = set(req.producer_id_filters)
         duration = getattr(req, "duration_filter", -1)
         error = E.COORDINATOR_LOAD_IN_PROGRESS if self.runtime.any_loading() else NONE
+        pattern = None
+        if error == NONE and getattr(req, "transactional_id_pattern", None):
+            try:
+                pattern = re2.compile(req.transactional_id_pattern, _PATTERN_OPTIONS)
+            except re2.error:
+                error = E.INVALID_REGULAR_EXPRESSION
         states = []
         if error == NONE:
             for txn in self.txns.values():
@@ -941,6 +956,9 @@ class TransactionCoordinator:
                 if duration >= 0 and (
                     txn.state is not S.ONGOING or now_ms - txn.start_ms < duration
                 ):
+                    continue
+                if pattern is not None and pattern.fullmatch(txn.transactional_id) is None:
+                    # The whole id must match, as Kafka's matcher.matches().
                     continue
                 states.append(
                     {

@@ -85,7 +85,7 @@ class TransactionsHandler:
         coordinator = self.txns.coordinator
         return await self.txns.call(ctx, lambda rctx, _now: coordinator.describe(rctx, request))
 
-    @handles(ApiKey.LIST_TRANSACTIONS, "0-1")
+    @handles(ApiKey.LIST_TRANSACTIONS, "0-2")
     async def list_transactions(self, ctx: RequestContext, request):
         coordinator = self.txns.coordinator
         return await self.txns.call(

@@ -192,6 +192,35 @@ def test_describe_and_list_show_the_state_by_kafka_names():
     assert listed["unknown_state_filters"] == ["Nonsense"]
 
 
+def test_list_filters_by_a_transactional_id_pattern_that_matches_the_whole_id():
+    h = TxnHarness()
+    for txn_id in ("orders-a", "orders-b", "payments-a", "x-orders-a"):
+        h.init(txn_id)
+
+    def listed(pattern):
+        reply = h.call(
+            "list_transactions",
+            ApiKey.LIST_TRANSACTIONS,
+            2,
+            state_filters=[],
+            producer_id_filters=[],
+            transactional_id_pattern=pattern,
+        )
+        return reply["error_code"], sorted(
+            s["transactional_id"] for s in reply["transaction_states"]
+        )
+
+    everyone = ["orders-a", "orders-b", "payments-a", "x-orders-a"]
+    assert listed(None) == listed("") == (E.NONE, everyone)
+    assert listed("orders-.*") == (E.NONE, ["orders-a", "orders-b"])
+    assert listed(".*-a") == (E.NONE, ["orders-a", "payments-a", "x-orders-a"])
+    assert listed("orders") == (E.NONE, [])  # a part of the id is not enough
+    # Not RE2 (as Kafka's RE2J): refused, whatever Python's re would make of it.
+    assert listed("(") == (E.INVALID_REGULAR_EXPRESSION, [])
+    assert listed("(?=orders).*") == (E.INVALID_REGULAR_EXPRESSION, [])
+    assert listed(r"(o)\1.*") == (E.INVALID_REGULAR_EXPRESSION, [])
+
+
 @pytest.mark.parametrize("version", [0, 1])
 def test_log_values_round_trip(version):
     from coordinator.txn_records import TxnLogValue, encode_value

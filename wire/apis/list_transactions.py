@@ -5,12 +5,13 @@ from wire.schema import F, api
 LIST_TRANSACTIONS = api(
     66,
     "ListTransactions",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     request=[
         F("state_filters", "[]string", "0+"),
         F("producer_id_filters", "[]int64", "0+"),
         F("duration_filter", "int64", "1+", default=-1),
+        F("transactional_id_pattern", "string", "2+", nullable="2+", default=None),
     ],
     response=[
         F("throttle_time_ms", "int32", "0+"),
