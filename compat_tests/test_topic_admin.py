@@ -643,3 +643,33 @@ def test_topic_lifecycle_aiokafka(bootstrap, name):
             await a.close()
 
     asyncio.run(main())
+
+
+# --- raw ----------------------------------------------------------------------------
+
+
+@pytest.mark.client("raw")
+@pytest.mark.api("AlterPartitionReassignments")
+def test_refusing_a_replication_factor_change_on_one_broker_raw(bootstrap, existing_topic):
+    """AlterPartitionReassignments v1 (KIP-860) with AllowReplicationFactorChange
+    false, on one broker (node 1): keeping the one replica is allowed; a
+    second replica on a broker that does not exist is refused, and which of
+    the two checks answers says their order."""
+    from compatlib import raw
+
+    with raw.Connection(bootstrap) as conn:
+        assert raw.alter_partition_reassignment_v1(conn, existing_topic, 0, [1], False) == (
+            False,
+            0,
+            None,
+        )
+        assert raw.alter_partition_reassignment_v1(conn, existing_topic, 0, [1, 9], False) == (
+            False,
+            39,  # INVALID_REPLICA_ASSIGNMENT
+            "The manual partition assignment includes broker 9, but no such broker is registered.",
+        )
+        assert raw.alter_partition_reassignment_v1(conn, existing_topic, 0, [1], True) == (
+            True,
+            0,
+            None,
+        )

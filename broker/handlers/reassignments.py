@@ -1,4 +1,5 @@
-"""ListPartitionReassignments (key 46) and AlterPartitionReassignments (key 45), version 0.
+"""ListPartitionReassignments (key 46) version 0 and AlterPartitionReassignments
+(key 45) versions 0-1.
 
 Reassignment moves a partition's replicas as Kafka's KIP-455 does, through
 the controller (broker/controller/elections.py): the replica set becomes the
@@ -12,7 +13,11 @@ Kafka 4.3.1 answers an empty topic list when nothing is in flight, both for
 "all" (null topics) and for named partitions. Each partition is validated
 as Kafka's controller does (unknown topic or partition, then the replica
 list: empty, unregistered broker, duplicate broker, checked in sorted
-order), with Kafka's messages.
+order), with Kafka's messages. From v1 (KIP-860) a request may refuse
+changes of replication factor: a target whose size is not that of the
+replica set the partition is headed for (its replicas, or during a
+reassignment its replicas and adding ones without the removing ones) is then
+INVALID_REPLICATION_FACTOR, checked after the replica list.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ class ReassignmentsHandler:
             "topics": [{"name": n, "partitions": parts} for n, parts in topics.items()],
         }
 
-    @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0")
+    @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0-1")
     async def alter_partition_reassignments(self, ctx: RequestContext, request):
         image = self.metadata.image
         answers: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
@@ -67,6 +72,12 @@ class ReassignmentsHandler:
                 tp = (t.name, p.partition_index)
                 error, message = reassignment_error(image, t.name, p.partition_index, p.replicas)
                 current = image.partition(*tp)
+                if (
+                    error == ErrorCode.NONE
+                    and p.replicas is not None
+                    and not request.allow_replication_factor_change
+                ):
+                    error, message = _replication_factor_change(current, p.replicas)
                 if error != ErrorCode.NONE or current is None:
                     answers[tp] = (error, message)
                 elif p.replicas is None or tuple(p.replicas) != current.replicas:
@@ -89,12 +100,26 @@ class ReassignmentsHandler:
             }
             for t in request.topics
         ]
-        return _answer(responses)
+        return _answer(responses, request.allow_replication_factor_change)
 
 
-def _answer(responses):
+def _replication_factor_change(current, replicas) -> tuple[ErrorCode, str | None]:
+    """Kafka's validatePartitionReplicationFactorUnchanged."""
+    heading = (set(current.replicas) | set(current.adding_replicas)) - set(
+        current.removing_replicas
+    )
+    if len(heading) == len(replicas):
+        return ErrorCode.NONE, None
+    return (
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        f"The replication factor is changed from {len(heading)} to {len(replicas)}",
+    )
+
+
+def _answer(responses, allow_replication_factor_change: bool):
     return {
         "throttle_time_ms": 0,
+        "allow_replication_factor_change": allow_replication_factor_change,
         "error_code": ErrorCode.NONE,
         # Kafka answers an empty message, not null, when no topic was named.
         "error_message": None if responses else "",

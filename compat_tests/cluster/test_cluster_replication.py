@@ -6,7 +6,8 @@ acks=all records survive the kill -9 of their partition's leader, and the
 producer rides the leader change without losing or repeating one; with a
 replica gone from a topic with min.insync.replicas=3, acks=all answers
 NOT_ENOUGH_REPLICAS while acks=1 still works; kafka-reassign-partitions moves a partition's replicas to other brokers
-and its records with them.
+and its records with them, and with --disallow-replication-factor-change
+(KIP-860) refuses a plan that changes how many replicas a partition has.
 """
 
 from __future__ import annotations
@@ -237,3 +238,46 @@ def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
     cluster.kill(1)
     read = ck_consume(cluster.bootstrap, topic, count=50, timeout=60)
     assert [m.value() for m in read] == [b"%d" % i for i in range(50)]
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("AlterPartitionReassignments", "replication")
+def test_kafka_reassign_partitions_can_refuse_a_change_of_replication_factor(
+    cluster, cluster_admin, tmp_path
+):
+    """AlterPartitionReassignments v1's AllowReplicationFactorChange=false:
+    a plan from one replica to two is refused with Kafka's message and
+    leaves the partition alone; a plan that keeps one replica still moves it."""
+    topic = unique("fixed-rf")
+    made = run_tool(
+        "kafka-topics",
+        *("--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic),
+        *("--replica-assignment", "1"),
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    wait_for_full_isr(cluster_admin, topic, 1, 1)
+
+    def execute(replicas: list[int]):
+        plan = tmp_path / "plan.json"
+        partition = {"topic": topic, "partition": 0, "replicas": replicas}
+        plan.write_text(json.dumps({"version": 1, "partitions": [partition]}))
+        return run_tool(
+            "kafka-reassign-partitions",
+            *("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)),
+            *("--execute", "--disallow-replication-factor-change"),
+            timeout=120,
+        )
+
+    refused = execute([1, 2])
+    assert refused.returncode != 0, refused.stdout
+    said = refused.stdout + refused.stderr
+    assert f"{topic}-0: The replication factor is changed from 1 to 2" in said, said
+    assert sorted(partitions_of(cluster_admin, topic)[0].replicas) == [1]
+    moved = execute([2])
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    wait_until(
+        lambda: sorted(partitions_of(cluster_admin, topic)[0].replicas) == [2],
+        timeout=90,
+        message="for the one replica to move to broker 2",
+    )

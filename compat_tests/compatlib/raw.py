@@ -586,3 +586,33 @@ def find_coordinator(conn: Connection, key: str, key_type: int) -> tuple[int, in
     error = r.int16()
     r.string()  # error message
     return error, r.int32(), r.string(), r.int32()
+
+
+# --- AlterPartitionReassignments -----------------------------------------------------
+
+
+def alter_partition_reassignment_v1(
+    conn: Connection, topic: str, partition: int, replicas: list[int], allow_rf_change: bool
+) -> tuple[bool, int, str | None]:
+    """AlterPartitionReassignments v1 (KIP-860) for one partition: (the answer's
+    AllowReplicationFactorChange, the partition's error code and message)."""
+    body = (
+        struct.pack(">ib", 10_000, allow_rf_change)
+        + _uvarint(2)
+        + _compact_string(topic)
+        + _uvarint(2)
+        + struct.pack(">i", partition)
+        + _uvarint(len(replicas) + 1)
+        + b"".join(struct.pack(">i", r) for r in replicas)
+        + b"\x00\x00\x00"  # tagged fields: partition, topic, request
+    )
+    r = conn.request(45, 1, body, flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    allowed = bool(r.int8())
+    assert r.int16() == 0  # the top-level error
+    r.compact_string()
+    assert r.uvarint() == 2
+    assert r.compact_string() == topic
+    assert r.uvarint() == 2
+    assert r.int32() == partition
+    return allowed, r.int16(), r.compact_string()

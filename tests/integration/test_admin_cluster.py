@@ -97,19 +97,24 @@ def test_kafka_python_cancelling_finds_no_reassignment_in_progress(kp_admin):
     assert result == {TopicPartition("reassign-me", 1): NoReassignmentInProgressError}
 
 
-def alter(broker, name, index, replicas):
+def alter(broker, name, index, replicas, version=0, allow_replication_factor_change=True):
     response = kafka_request(
         broker.bootstrap,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        0,
+        version,
         {
             "timeout_ms": 1000,
+            "allow_replication_factor_change": allow_replication_factor_change,
             "topics": [
                 {"name": name, "partitions": [{"partition_index": index, "replicas": replicas}]}
             ],
         },
     )
     assert response.error_code == ErrorCode.NONE
+    # v1 answers whether the request allowed a change of replication factor.
+    assert response.allow_replication_factor_change is (
+        allow_replication_factor_change if version >= 1 else True
+    )
     [topic] = response.responses
     assert topic.name == name
     [partition] = topic.partitions
@@ -146,6 +151,21 @@ def test_reassignment_errors_name_what_is_wrong_as_kafka_does(broker, kp_admin):
         f"The manual partition assignment includes the broker {me} more than once.",
     )
     assert alter(broker, "reassign-me", 0, None) == (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+
+
+def test_v1_refusing_a_replication_factor_change_checks_the_replica_list_first(broker, kp_admin):
+    """On one broker a replication factor can only change towards a broker that
+    does not exist, which the replica list's check answers first; keeping the
+    partition's one replica is allowed. (compat_tests/cluster refuses a real
+    change, on three brokers of each kind.)"""
+    me = node_id(kp_admin)
+    refuse = {"version": 1, "allow_replication_factor_change": False}
+    assert alter(broker, "reassign-me", 0, [me], **refuse) == (ErrorCode.NONE, None)
+    assert alter(broker, "reassign-me", 0, [me, me + 7], **refuse) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        f"The manual partition assignment includes broker {me + 7}, but no such broker is registered.",
+    )
+    assert alter(broker, "reassign-me", 0, [me], version=1) == (ErrorCode.NONE, None)
 
 
 def test_altering_no_topics_answers_an_empty_message_as_kafka_does(broker, kp_admin):
