@@ -125,6 +125,25 @@ def test_apiversions_confluent_describe_cluster(admin):
     assert desc.cluster_id
 
 
+@pytest.mark.client("kafka-python")
+@pytest.mark.api("DescribeCluster")
+def test_describe_cluster_kafka_python(bootstrap):
+    """The newest DescribeCluster both sides know (v2 with Kafka 4.3.1, which
+    says whether each broker is fenced, KIP-1073)."""
+    from kafka import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        described = a.describe_cluster()
+    finally:
+        a.close()
+    host, port = bootstrap.rsplit(":", 1)
+    (only,) = described["brokers"]
+    assert (only["host"], only["port"], only["is_fenced"]) == (host, int(port), False)
+    assert described["controller_id"] == only["broker_id"]
+    assert described["cluster_id"]
+
+
 @pytest.mark.client("kcat")
 @pytest.mark.api("ApiVersions", "Metadata")
 def test_apiversions_kcat_metadata(bootstrap):

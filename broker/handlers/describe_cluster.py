@@ -1,15 +1,20 @@
-"""DescribeCluster (key 60), versions 0-1: brokers, cluster id, controller id.
+"""DescribeCluster (key 60), versions 0-2: brokers, cluster id, controller id.
 
 v1 carries endpoint_type: this is a broker endpoint (1); asking for a
 controller endpoint (2) is MISMATCHED_ENDPOINT_TYPE, any other value
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST in v0), with Kafka's messages.
+v2 (KIP-1073) may ask for fenced brokers too, each answered with whether it
+is fenced. A Gregor broker whose ZooKeeper session ends leaves the cluster's
+metadata, as in Kafka's ZooKeeper mode, rather than stay registered and
+fenced as under KRaft: the fenced brokers listed are those the image holds
+as fenced, which today is none.
 Without an authorizer every cluster operation is allowed, so
 include_cluster_authorized_operations gets all of them, as Kafka reports.
 """
 
 from __future__ import annotations
 
-from broker.handlers.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED, broker_entries
+from broker.handlers.metadata import CLUSTER_OPERATIONS, NOT_REQUESTED, reachable_brokers
 from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
@@ -24,7 +29,7 @@ class DescribeClusterHandler:
     def __init__(self, metadata: MetadataCache):
         self.metadata = metadata
 
-    @handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
+    @handles(ApiKey.DESCRIBE_CLUSTER, "0-2")
     async def describe_cluster(self, ctx: RequestContext, request):
         return _describe(self.metadata.image, ctx, request)
 
@@ -44,8 +49,14 @@ def _describe(image, ctx, request):
             f"wanted an endpoint of type {_ENDPOINT_NAMES[wanted]}",
         }
     brokers = [
-        {"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-        for b in broker_entries(image, ctx.listener)
+        {
+            "broker_id": b.node_id,
+            "host": e.host,
+            "port": e.port,
+            "rack": b.rack,
+            "is_fenced": b.fenced,
+        }
+        for b, e in reachable_brokers(image, ctx.listener, request.include_fenced_brokers)
     ]
     controller = image.controller_id
     return {

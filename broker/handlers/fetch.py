@@ -1,11 +1,12 @@
-"""Fetch (key 1), versions 4-17: read whole batches from partition leaders.
+"""Fetch (key 1), versions 4-18: read whole batches from partition leaders.
 
 Long poll: when fewer than min_bytes are ready the request waits, up to
 max_wait_ms, for an append (or a high watermark move) on any partition it
 reads, then reads again. Limits: max_bytes for the whole response and
 partition_max_bytes per partition, but the first partition with data always
 returns at least one whole batch (KIP-74) so a large record never blocks a
-consumer. Topic ids replace names from v13. From v7 a
+consumer. Topic ids replace names from v13. A follower's high watermark
+(v18, KIP-1166) is for KRaft's own fetches, and is not read here. From v7 a
 client may open a fetch session (KIP-227, broker/fetch_sessions.py): its later
 Fetches list only what changed, and are answered with only the partitions
 that have something new.
@@ -208,7 +209,7 @@ class FetchHandler:
         self.rack_aware = replica_selector == RACK_AWARE_SELECTOR
         self.sessions = sessions
 
-    @handles(ApiKey.FETCH, "4-17", error_response)
+    @handles(ApiKey.FETCH, "4-18", error_response)
     async def fetch(self, ctx: RequestContext, request):
         replica_id = _replica_id(ctx, request)
         context = self._session_context(ctx, request)

@@ -1,8 +1,10 @@
-"""Metadata (key 3), versions 0-12: brokers, topics, partitions, leaders.
+"""Metadata (key 3), versions 0-13: brokers, topics, partitions, leaders.
 
 Versions: v0 asks for all topics with an empty list, v1+ with null; v4+
 carries allow_auto_topic_creation (before v4 creation is always allowed when
-the broker enables it); v10+ returns topic ids; v12 may ask by topic id.
+the broker enables it); v10+ returns topic ids; v12 may ask by topic id; v13
+adds a top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED, which a broker
+answering from its own metadata never needs: always NONE, as Kafka's is).
 """
 
 from __future__ import annotations
@@ -27,23 +29,23 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 NOT_REQUESTED = -(2**31)
 
 
-def broker_entries(image: MetadataImage, listener: str) -> list[dict]:
-    """The live brokers as clients on `listener` reach them (Kafka leaves out
-    brokers without an endpoint on that listener)."""
-    entries = []
-    for node_id, registration in sorted(image.brokers.items()):
+def reachable_brokers(image: MetadataImage, listener: str, include_fenced: bool = False):
+    """(registration, endpoint) of the live brokers, and the fenced ones when
+    asked for, as clients on `listener` reach them (Kafka leaves out brokers
+    without an endpoint on that listener), by node id."""
+    for _, registration in sorted(image.brokers.items()):
         endpoint = registration.endpoint(listener)
-        if registration.fenced or endpoint is None:
+        if endpoint is None or (registration.fenced and not include_fenced):
             continue
-        entries.append(
-            {
-                "node_id": node_id,
-                "host": endpoint.host,
-                "port": endpoint.port,
-                "rack": registration.rack,
-            }
-        )
-    return entries
+        yield registration, endpoint
+
+
+def broker_entries(image: MetadataImage, listener: str) -> list[dict]:
+    """The live brokers as Metadata lists them."""
+    return [
+        {"node_id": b.node_id, "host": e.host, "port": e.port, "rack": b.rack}
+        for b, e in reachable_brokers(image, listener)
+    ]
 
 
 def partition_entries(
@@ -133,7 +135,7 @@ class MetadataHandler:
         self.config = config
         self.partition_entries = PartitionEntriesCache(replicas)
 
-    @handles(ApiKey.METADATA, "0-12")
+    @handles(ApiKey.METADATA, "0-13")
     async def metadata(self, ctx: RequestContext, request):
         image = self.metadata.image
         version = ctx.api_version
@@ -160,6 +162,7 @@ class MetadataHandler:
                 if request.include_cluster_authorized_operations
                 else NOT_REQUESTED
             ),
+            "error_code": ErrorCode.NONE,
         }
 
     def _entry(self, image, topic, include_ops: bool) -> dict:

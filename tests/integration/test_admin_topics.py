@@ -348,6 +348,27 @@ def test_deleting_an_unknown_topic_is_unknown_topic_or_partition(admin, kp_admin
         kp_admin.delete_topics(["never-was"])
 
 
+@pytest.mark.parametrize("version", [12, 13])
+def test_metadata_asks_by_topic_id_and_answers_a_top_level_error_from_v13(broker, version):
+    (created,) = raw_create(broker.bootstrap, 7, [creatable(f"md-v{version}", 2, 1)])
+    unknown_id = uuid.uuid4()
+    body = {
+        "topics": [
+            {"name": None, "topic_id": created.topic_id},
+            {"name": None, "topic_id": unknown_id},
+        ],
+        "allow_auto_topic_creation": False,
+    }
+    response = kafka_request(broker.bootstrap, ApiKey.METADATA, version, body)
+    assert [(t.name, t.topic_id, t.error_code, len(t.partitions)) for t in response.topics] == [
+        (f"md-v{version}", created.topic_id, ErrorCode.NONE, 2),
+        (None, unknown_id, ErrorCode.UNKNOWN_TOPIC_ID, 0),
+    ]
+    # v13's top-level error code (KIP-1102): nothing asks the client to
+    # bootstrap again. (Decoding v12 fills in the default.)
+    assert response.error_code == ErrorCode.NONE
+
+
 def test_delete_topics_v6_deletes_by_topic_id(broker, admin):
     (created,) = raw_create(broker.bootstrap, 7, [creatable("by-id", 1, 1)])
     unknown_id = uuid.uuid4()
@@ -461,8 +482,9 @@ def test_describe_cluster_names_the_broker_the_controller_and_the_cluster_id(
     }  # fmt: skip
     kp = kp_admin.describe_cluster()
     assert (kp["cluster_id"], kp["controller_id"]) == (described.cluster_id, 1)
+    # kafka-python asks v2 (KIP-1073), which says whether each broker is fenced.
     assert kp["brokers"] == [
-        {"broker_id": 1, "host": "127.0.0.1", "port": broker.port, "rack": None}
+        {"broker_id": 1, "host": "127.0.0.1", "port": broker.port, "rack": None, "is_fenced": False}
     ]
 
 

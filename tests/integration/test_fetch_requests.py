@@ -242,7 +242,7 @@ def topic_id_of(client: RawClient, topic: str):
     return response.topics[0].topic_id
 
 
-@pytest.mark.parametrize("version", [13, 15, 17])
+@pytest.mark.parametrize("version", [13, 15, 17, 18])
 def test_fetch_by_topic_id_from_v13(port, version):
     topic = new_topic(port)
     with RawClient(port) as client:

@@ -5,11 +5,12 @@ from wire.schema import F, api
 DESCRIBE_CLUSTER = api(
     60,
     "DescribeCluster",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     request=[
         F("include_cluster_authorized_operations", "bool", "0+"),
         F("endpoint_type", "int8", "1+", default=1),
+        F("include_fenced_brokers", "bool", "2+"),
     ],
     response=[
         F("throttle_time_ms", "int32", "0+"),
@@ -23,6 +24,7 @@ DESCRIBE_CLUSTER = api(
             F("host", "string", "0+"),
             F("port", "int32", "0+"),
             F("rack", "string", "0+", nullable="0+", default=None),
+            F("is_fenced", "bool", "2+"),
         ),
         F("cluster_authorized_operations", "int32", "0+", default=-2147483648),
     ],

@@ -5,7 +5,7 @@ from wire.schema import F, api
 FETCH = api(
     1,
     "Fetch",
-    valid="0-17",
+    valid="0-18",
     flexible="12+",
     request=[
         F("cluster_id", "string", "12+", nullable="12+", tagged="12+", tag=0, default=None),
@@ -32,6 +32,9 @@ FETCH = api(
                 F("log_start_offset", "int64", "5+", default=-1),
                 F("partition_max_bytes", "int32", "0+"),
                 F("replica_directory_id", "uuid", "17+", tagged="17+", tag=0),
+                # The follower's high watermark (KIP-1166), for KRaft's own
+                # fetches; Long.MAX_VALUE: the replica does not say.
+                F("high_watermark", "int64", "18+", tagged="18+", tag=1, default=2**63 - 1),
             ),
         ),
         F("forgotten_topics_data", "[]ForgottenTopic", "7+",

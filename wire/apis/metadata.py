@@ -5,7 +5,7 @@ from wire.schema import F, api
 METADATA = api(
     3,
     "Metadata",
-    valid="0-12",
+    valid="0-13",
     flexible="9+",
     request=[
         F("topics", "[]MetadataRequestTopic", "0+",
@@ -44,5 +44,6 @@ METADATA = api(
             F("topic_authorized_operations", "int32", "8+", default=-2147483648),
         ),
         F("cluster_authorized_operations", "int32", "8-10", default=-2147483648),
+        F("error_code", "int16", "13+"),
     ],
 )
