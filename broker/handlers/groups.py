@@ -1,7 +1,7 @@
 """The classic group APIs, served by the group coordinator (broker/group_runtime.py).
 
 JoinGroup 0-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5, OffsetCommit
-2-9, OffsetFetch 1-9, DescribeGroups 0-6 (v6 is Kafka 4.3's), ListGroups 0-5, DeleteGroups 0-2,
+2-10, OffsetFetch 1-10, DescribeGroups 0-6 (v6 is Kafka 4.3's), ListGroups 0-5, DeleteGroups 0-2,
 OffsetDelete 0, TxnOffsetCommit 0-5: the versions Kafka 4.x serves (librdkafka
 still checks that the group APIs start at 0). A TxnOffsetCommit is first
 verified with the transaction coordinator (the group's offsets partition must
@@ -10,7 +10,12 @@ be in the producer's open transaction, KIP-890 part 1), or from v5
 only what Kafka's KafkaApis adds: partitions of topics that do not exist get
 UNKNOWN_TOPIC_OR_PARTITION in OffsetCommit and OffsetDelete without reaching
 the coordinator, and DescribeGroups carries the authorized operations when
-asked.
+asked. From v10 OffsetCommit and OffsetFetch name topics by id (KIP-848):
+the broker names them for the coordinator, which keeps offsets by topic
+name, and answers by id; an id it does not know is UNKNOWN_TOPIC_ID for
+each of its partitions, as Kafka 4.3.1 answers (an OffsetFetch's with
+offset -1 and empty metadata), and a topic whose offsets outlive it is left
+out of a v10 answer for all topics, having no id to be named by.
 """
 
 from __future__ import annotations
@@ -51,6 +56,30 @@ def _split_unknown_partitions(image, request):
                 )
             )
     return Struct(request, topics=known_topics), unknown
+
+
+def _topics_by_name(image, topics) -> tuple[list, list]:
+    """v10 names topics by id: (the topics the image knows, with their names
+    filled in for the coordinator, the ones it does not)."""
+    named, unknown = [], []
+    for topic in topics:
+        info = image.topic_by_id(topic.topic_id)
+        if info is None:
+            unknown.append(topic)
+        else:
+            named.append(Struct(topic, name=info.name))
+    return named, unknown
+
+
+def _with_topic_ids(image, topics: list[dict]) -> list[dict]:
+    """A response's topics named by id as well; those no longer in the image
+    have none and are left out."""
+    out = []
+    for topic in topics:
+        info = image.topic(topic["name"])
+        if info is not None:
+            out.append({**topic, "topic_id": info.topic_id})
+    return out
 
 
 def _merge_topic_results(response: dict, unknown, partition_key: str) -> dict:
@@ -94,9 +123,39 @@ class GroupsHandler:
     async def leave_group(self, ctx: RequestContext, request):
         return await self._forward(ApiKey.LEAVE_GROUP, ctx, request)
 
-    @handles(ApiKey.OFFSET_FETCH, "1-9")
+    @handles(ApiKey.OFFSET_FETCH, "1-10")
     async def offset_fetch(self, ctx: RequestContext, request):
-        return await self._forward(ApiKey.OFFSET_FETCH, ctx, request)
+        if ctx.api_version < 10:
+            return await self._forward(ApiKey.OFFSET_FETCH, ctx, request)
+        image = self.metadata.image
+        groups, unknown_ids = [], []
+        for group in request.groups:
+            named, unknown = (
+                (None, []) if group.topics is None else _topics_by_name(image, group.topics)
+            )
+            groups.append(Struct(group, topics=named))
+            unknown_ids.append(unknown)
+        response = await self._forward(ApiKey.OFFSET_FETCH, ctx, Struct(request, groups=groups))
+        for group, unknown in zip(response["groups"], unknown_ids, strict=True):
+            if group["error_code"] != ErrorCode.NONE:
+                continue  # a group's error comes without topics
+            group["topics"] = _with_topic_ids(image, group["topics"]) + [
+                {
+                    "topic_id": topic.topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": index,
+                            "committed_offset": -1,
+                            "committed_leader_epoch": -1,
+                            "metadata": "",
+                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                        }
+                        for index in topic.partition_indexes
+                    ],
+                }
+                for topic in unknown
+            ]
+        return response
 
     @handles(ApiKey.LIST_GROUPS, "0-5")
     async def list_groups(self, ctx: RequestContext, request):
@@ -115,15 +174,35 @@ class GroupsHandler:
                     group["authorized_operations"] = GROUP_OPERATIONS
         return response
 
-    @handles(ApiKey.OFFSET_COMMIT, "2-9")
+    @handles(ApiKey.OFFSET_COMMIT, "2-10")
     async def offset_commit(self, ctx: RequestContext, request):
-        known, unknown = _split_unknown_partitions(self.metadata.image, request)
-        if unknown and not known.topics:
-            return _merge_topic_results(
-                {"throttle_time_ms": 0, "topics": []}, unknown, "partitions"
-            )
-        response = await self._forward(ApiKey.OFFSET_COMMIT, ctx, known)
-        return _merge_topic_results(response, unknown, "partitions")
+        image = self.metadata.image
+        unknown_ids: list = []
+        if ctx.api_version >= 10:
+            named, unknown_ids = _topics_by_name(image, request.topics)
+            request = Struct(request, topics=named)
+        known, unknown = _split_unknown_partitions(image, request)
+        response: dict
+        if (unknown or unknown_ids) and not known.topics:
+            response = {"throttle_time_ms": 0, "topics": []}
+        else:
+            response = await self._forward(ApiKey.OFFSET_COMMIT, ctx, known)
+        response = _merge_topic_results(response, unknown, "partitions")
+        if ctx.api_version >= 10:
+            response["topics"] = _with_topic_ids(image, response["topics"]) + [
+                {
+                    "topic_id": topic.topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                        }
+                        for p in topic.partitions
+                    ],
+                }
+                for topic in unknown_ids
+            ]
+        return response
 
     @handles(ApiKey.OFFSET_DELETE, "0")
     async def offset_delete(self, ctx: RequestContext, request):

@@ -7,6 +7,8 @@ per partition.
 
 from __future__ import annotations
 
+import uuid
+
 import kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -22,7 +24,10 @@ from tests.integration.clients import (
 )
 from tests.support.clients import TIMEOUT, produce_ok
 from tests.support.gregor import GregorNode
+from tests.support.raw import kafka_request
 from tests.support.topics import create_topic
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 
 # Slow (rebalances and broker restarts): make unit leaves the module out.
 pytestmark = pytest.mark.slow
@@ -317,3 +322,88 @@ def test_offsets_of_a_deleted_topic_are_gone_when_it_is_created_again(broker):
         assert (msg.offset(), msg.value()) == (0, b"new")
     finally:
         reader.close()
+
+
+# --- topics named by id (OffsetCommit and OffsetFetch v10) ----------------------------
+
+
+def test_offsets_committed_and_fetched_by_topic_id_from_v10(broker):
+    """As Apache Kafka 4.3.1 answers the same requests (measured with them):
+    an id the broker does not know is UNKNOWN_TOPIC_ID for each of its
+    partitions, a partition the topic does not have keeps its own error, and
+    offsets committed by id or by name are read back by either."""
+    topic, group = "by-id", "by-id-readers"
+    create_topic(broker.bootstrap, topic, partitions=2)
+    topic_id = kafka_request(broker.bootstrap, ApiKey.METADATA, 12, {"topics": [{"name": topic}]})
+    topic_id = topic_id.topics[0].topic_id
+    unknown_id = uuid.uuid4()
+
+    def commit(version, topics):
+        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": ""}
+        response = kafka_request(broker.bootstrap, ApiKey.OFFSET_COMMIT, version, body | topics)
+        return {
+            (t.topic_id if version >= 10 else t.name, p.partition_index): p.error_code
+            for t in response.topics
+            for p in t.partitions
+        }
+
+    def fetch(topics):
+        body = {"groups": [{"group_id": group, "topics": topics}], "require_stable": False}
+        (answer,) = kafka_request(broker.bootstrap, ApiKey.OFFSET_FETCH, 10, body).groups
+        assert answer.error_code == ErrorCode.NONE
+        return {
+            (t.topic_id, p.partition_index): (p.committed_offset, p.metadata, p.error_code)
+            for t in answer.topics
+            for p in t.partitions
+        }
+
+    partition = {"committed_offset": 5, "committed_metadata": "m"}
+    assert commit(
+        10,
+        {
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {"partition_index": 0, **partition},
+                        {"partition_index": 7, **partition},
+                    ],
+                },
+                {"topic_id": unknown_id, "partitions": [{"partition_index": 0, **partition}]},
+            ]
+        },
+    ) == {
+        (topic_id, 0): ErrorCode.NONE,
+        (topic_id, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        (unknown_id, 0): ErrorCode.UNKNOWN_TOPIC_ID,
+    }
+    by_name = {
+        "name": topic,
+        "partitions": [{"partition_index": 1, "committed_offset": 6, "committed_metadata": ""}],
+    }
+    assert commit(9, {"topics": [by_name]}) == {(topic, 1): ErrorCode.NONE}
+
+    assert fetch(
+        [
+            {"topic_id": topic_id, "partition_indexes": [0, 1, 7]},
+            {"topic_id": unknown_id, "partition_indexes": [0]},
+        ]
+    ) == {
+        (topic_id, 0): (5, "m", ErrorCode.NONE),
+        (topic_id, 1): (6, "", ErrorCode.NONE),
+        (topic_id, 7): (-1, "", ErrorCode.NONE),
+        (unknown_id, 0): (-1, "", ErrorCode.UNKNOWN_TOPIC_ID),
+    }
+    assert fetch(None) == {
+        (topic_id, 0): (5, "m", ErrorCode.NONE),
+        (topic_id, 1): (6, "", ErrorCode.NONE),
+    }
+
+    # A deleted topic's id is unknown from then on, and its offsets are gone.
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic], operation_timeout=TIMEOUT)[topic].result(TIMEOUT)
+    assert fetch(None) == {}
+    assert commit(
+        10,
+        {"topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, **partition}]}]},
+    ) == {(topic_id, 0): ErrorCode.UNKNOWN_TOPIC_ID}

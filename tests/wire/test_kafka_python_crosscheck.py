@@ -29,8 +29,7 @@ Excluded, and why:
 
 - versions only kafka-python has (added after Kafka 4.0, or after the 4.0
   snapshot `wire` follows), listed in KAFKA_PYTHON_ONLY_VERSIONS:
-  OffsetCommit v10, OffsetFetch v10, InitProducerId v6 and
-  ListConfigResources v1.
+  InitProducerId v6 and ListConfigResources v1.
   No version is only `wire`'s.
 - APIs kafka-python has no class for (inter-broker, KRaft, delegation
   tokens, KIP-848/932 groups, telemetry, share-group state), listed in
@@ -88,8 +87,6 @@ from .samples import sample
 KAFKA_PYTHON_MESSAGES = kafka_python_messages()
 
 KAFKA_PYTHON_ONLY_VERSIONS = {
-    "OffsetCommit": [10],
-    "OffsetFetch": [10],
     "InitProducerId": [6],
     "ListClientMetricsResources": [1],
 }
@@ -304,7 +301,7 @@ def test_exclusions_are_the_documented_ones():
 
 
 def test_case_count():
-    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 258
+    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 260
 
 
 # --- the checks can fail ---------------------------------------------------------

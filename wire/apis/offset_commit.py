@@ -5,7 +5,7 @@ from wire.schema import F, api
 OFFSET_COMMIT = api(
     8,
     "OffsetCommit",
-    valid="0-9",
+    valid="0-10",
     flexible="8+",
     request=[
         F("group_id", "string", "0+"),
@@ -14,7 +14,8 @@ OFFSET_COMMIT = api(
         F("group_instance_id", "string", "7+", nullable="7+", default=None),
         F("retention_time_ms", "int64", "2-4", default=-1),
         F("topics", "[]OffsetCommitRequestTopic", "0+",
-            F("name", "string", "0+"),
+            F("name", "string", "0-9"),
+            F("topic_id", "uuid", "10+"),
             F("partitions", "[]OffsetCommitRequestPartition", "0+",
                 F("partition_index", "int32", "0+"),
                 F("committed_offset", "int64", "0+"),
@@ -27,7 +28,8 @@ OFFSET_COMMIT = api(
     response=[
         F("throttle_time_ms", "int32", "3+"),
         F("topics", "[]OffsetCommitResponseTopic", "0+",
-            F("name", "string", "0+"),
+            F("name", "string", "0-9"),
+            F("topic_id", "uuid", "10+"),
             F("partitions", "[]OffsetCommitResponsePartition", "0+",
                 F("partition_index", "int32", "0+"),
                 F("error_code", "int16", "0+"),

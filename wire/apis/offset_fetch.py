@@ -5,7 +5,7 @@ from wire.schema import F, api
 OFFSET_FETCH = api(
     9,
     "OffsetFetch",
-    valid="0-9",
+    valid="0-10",
     flexible="6+",
     request=[
         F("group_id", "string", "0-7"),
@@ -19,7 +19,8 @@ OFFSET_FETCH = api(
             F("member_id", "string", "9+", nullable="9+", default=None),
             F("member_epoch", "int32", "9+", default=-1),
             F("topics", "[]OffsetFetchRequestTopics", "8+",
-                F("name", "string", "8+"),
+                F("name", "string", "8-9"),
+                F("topic_id", "uuid", "10+"),
                 F("partition_indexes", "[]int32", "8+"),
                 nullable="8+",
             ),
@@ -42,7 +43,8 @@ OFFSET_FETCH = api(
         F("groups", "[]OffsetFetchResponseGroup", "8+",
             F("group_id", "string", "8+"),
             F("topics", "[]OffsetFetchResponseTopics", "8+",
-                F("name", "string", "8+"),
+                F("name", "string", "8-9"),
+                F("topic_id", "uuid", "10+"),
                 F("partitions", "[]OffsetFetchResponsePartitions", "8+",
                     F("partition_index", "int32", "8+"),
                     F("committed_offset", "int64", "8+"),
