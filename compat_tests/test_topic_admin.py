@@ -386,6 +386,20 @@ def test_describe_log_dirs_kafka_python(kp_admin, bootstrap, existing_topic):
     assert {p["offset_lag"] for p in described["partitions"]} == {0}
 
 
+@pytest.mark.client("kafka-python")
+@pytest.mark.api("ListConfigResources")
+def test_list_config_resources_kafka_python(kp_admin, existing_topic):
+    """ListConfigResources v1 (KIP-1142, Kafka 4.1): the one broker, as a broker
+    and as a broker logger, and every topic; by type, or all types at once."""
+    listed = kp_admin.list_config_resources()
+    assert listed["broker"] == listed["broker_logger"] == ["1"]
+    assert existing_topic in listed["topic"]
+    assert set(listed) <= {"broker", "broker_logger", "topic", "group", "client_metrics"}
+    only_topics = kp_admin.list_config_resources(["TOPIC"])
+    assert list(only_topics) == ["topic"]
+    assert sorted(only_topics["topic"]) == sorted(listed["topic"])
+
+
 # --- franz-go ----------------------------------------------------------------------
 
 

@@ -113,7 +113,7 @@ class ApiKey(IntEnum):
     GET_TELEMETRY_SUBSCRIPTIONS = 71, "GetTelemetrySubscriptions"
     PUSH_TELEMETRY = 72, "PushTelemetry"
     ASSIGN_REPLICAS_TO_DIRS = 73, "AssignReplicasToDirs"
-    LIST_CLIENT_METRICS_RESOURCES = 74, "ListClientMetricsResources"
+    LIST_CONFIG_RESOURCES = 74, "ListConfigResources"
     DESCRIBE_TOPIC_PARTITIONS = 75, "DescribeTopicPartitions"
     SHARE_GROUP_HEARTBEAT = 76, "ShareGroupHeartbeat"
     SHARE_GROUP_DESCRIBE = 77, "ShareGroupDescribe"

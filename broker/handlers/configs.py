@@ -1,5 +1,5 @@
 """Topic and broker configuration: DescribeConfigs (key 32) 1-4, AlterConfigs
-(33) 0-2, IncrementalAlterConfigs (44) 0-1.
+(33) 0-2, IncrementalAlterConfigs (44) 0-1, ListConfigResources (74) 0-1.
 
 Resources: topics (type 2) and brokers (type 4), whose name is "" for the
 cluster-wide dynamic defaults or this broker's node id. Other types (broker
@@ -21,6 +21,14 @@ Both kinds of change go to the controller, which persists them in the
 cluster metadata; the broker applies them when the new metadata reaches it
 (topic overrides to the partitions' logs, dynamic broker configs over the
 static ones: broker/dynamic_broker_config.py), before the answer leaves.
+
+ListConfigResources (KIP-1142) lists resources as Kafka 4.3.1 does: v0 the
+client metrics resources, v1 every resource of the types asked (all of them
+when none is), by type in Kafka's order (groups, client metrics, broker
+loggers, brokers, topics): groups and client metrics with configs (none
+here: Gregor keeps neither), each live broker as a broker and as a broker
+logger, and every topic, internal ones too. A type outside those five is
+UNSUPPORTED_VERSION.
 
 Where Gregor differs: a broker config key Gregor does not know is refused with
 INVALID_CONFIG (Kafka stores it and ignores it); an unknown operation code is
@@ -53,6 +61,8 @@ RESOURCE_TYPE_NAMES = {
     CLIENT_METRICS: "CLIENT_METRICS",
     GROUP: "GROUP",
 }
+# The types ListConfigResources v1 lists, in the order Kafka lists them.
+LISTED_RESOURCE_TYPES = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
 # Kafka's AlterConfigOp.OpType ids.
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -384,3 +394,28 @@ class ConfigsHandler:
     @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", _alter_error)
     async def incremental_alter_configs(self, ctx: RequestContext, request):
         return await _alter_all(self, request, incremental=True)
+
+    @handles(ApiKey.LIST_CONFIG_RESOURCES, "0-1")
+    async def list_config_resources(self, ctx: RequestContext, request):
+        return _list_config_resources(self.metadata.image, ctx.api_version, request)
+
+
+def _list_config_resources(image, version: int, request) -> dict:
+    resources: list[dict] = []
+    answer = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "config_resources": resources}
+    if version == 0:
+        return answer  # the client metrics resources: none
+    wanted = set(request.resource_types) or set(LISTED_RESOURCE_TYPES)
+    if not wanted <= set(LISTED_RESOURCE_TYPES):
+        return {**answer, "error_code": ErrorCode.UNSUPPORTED_VERSION}
+    for resource_type in LISTED_RESOURCE_TYPES:
+        if resource_type not in wanted:
+            continue
+        if resource_type in (BROKER_LOGGER, BROKER):
+            names = [str(node_id) for node_id in image.live_broker_ids()]
+        elif resource_type == TOPIC:
+            names = sorted(image.topics)
+        else:
+            names = []  # no group or client metrics configs
+        resources.extend({"resource_name": n, "resource_type": resource_type} for n in names)
+    return answer

@@ -354,6 +354,36 @@ def test_kafka_python_alter_with_a_bad_value_is_invalid_configuration(broker, ad
     assert overrides(admin, "kp-bad-alter") == {}
 
 
+def test_list_config_resources_lists_brokers_loggers_and_every_topic(broker, kp_admin):
+    """ListConfigResources as Kafka 4.3.1 answers it (KIP-1142): v1 by type in
+    Kafka's order; an unknown type is UNSUPPORTED_VERSION;
+    v0 lists client metrics resources, of which Gregor has none."""
+    create_topic(broker.bootstrap, "listed-b")
+    create_topic(broker.bootstrap, "listed-a")
+
+    def listed(version, types=()):
+        body = {"resource_types": list(types)} if version >= 1 else {}
+        response = kafka_request(broker.bootstrap, ApiKey.LIST_CONFIG_RESOURCES, version, body)
+        return response.error_code, [
+            (r.resource_name, r.resource_type) for r in response.config_resources
+        ]
+
+    error, everything = listed(1)
+    assert error == ErrorCode.NONE
+    assert everything[:2] == [("1", 8), ("1", 4)]  # broker logger, broker
+    topics = [name for name, kind in everything[2:] if kind == 2]
+    assert len(topics) == len(everything) - 2
+    assert {"listed-a", "listed-b"} <= set(topics)
+    assert listed(1, [4, 2]) == listed(1, [2, 4]) == (ErrorCode.NONE, everything[1:])
+    assert listed(1, [32]) == listed(1, [16]) == listed(0) == (ErrorCode.NONE, [])
+    assert listed(1, [2, 64]) == (ErrorCode.UNSUPPORTED_VERSION, [])
+    # kafka-python's admin, which asks v1 for every type.
+    assert kp_admin.list_config_resources(["BROKER", "BROKER_LOGGER"]) == {
+        "broker_logger": ["1"],
+        "broker": ["1"],
+    }
+
+
 def test_altering_an_unknown_topic_is_unknown_topic_or_partition(broker):
     assert raw_alter(
         broker.bootstrap, 2, [(TOPIC, "nowhere", {"retention.ms": "1"}), (TOPIC, "", {})]

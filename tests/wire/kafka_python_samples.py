@@ -136,13 +136,10 @@ class Plan:
         return out
 
 
-# Fields Kafka renamed between 4.0 and 4.3 without changing their encoding:
-# (struct path in kafka-python's spec, 4.3 name) -> `wire`'s (4.0) name.
-RENAMED = {
-    # KIP-1142 turned ListClientMetricsResources (key 74) into ListConfigResources.
-    ("ListConfigResourcesResponse", "ConfigResources"): "client_metrics_resources",
-    ("ListConfigResourcesResponse.client_metrics_resources", "ResourceName"): "name",
-}
+# Fields Kafka renamed without changing their encoding, where `wire` keeps an
+# older name: (struct path in kafka-python's spec, its name) -> `wire`'s name.
+# None today (`wire` took KIP-1142's ListConfigResources names with its v1).
+RENAMED: dict[tuple[str, str], str] = {}
 
 
 def _struct_of(codec) -> StructCodec | None:

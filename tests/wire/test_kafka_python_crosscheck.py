@@ -29,7 +29,7 @@ Excluded, and why:
 
 - versions only kafka-python has (added after Kafka 4.0, or after the 4.0
   snapshot `wire` follows), listed in KAFKA_PYTHON_ONLY_VERSIONS:
-  InitProducerId v6 and ListConfigResources v1.
+  InitProducerId v6, unstable in Kafka 4.3.1.
   No version is only `wire`'s.
 - APIs kafka-python has no class for (inter-broker, KRaft, delegation
   tokens, KIP-848/932 groups, telemetry, share-group state), listed in
@@ -37,10 +37,8 @@ Excluded, and why:
 - kafka-python's ApiData classes (ConsumerProtocolSubscription/Assignment):
   not requests or responses, and `wire` declares no such messages.
 - fields: in the versions both sides support, the two specs carry the same
-  fields, except that API key 74 was renamed (KIP-1142,
-  ListClientMetricsResources -> ListConfigResources) along with its response
-  fields ClientMetricsResources -> ConfigResources and Name -> ResourceName:
-  same encoding, paired by `kafka_python_samples.RENAMED`. Should a 4.3-only
+  fields (a field renamed with the same encoding would be paired by
+  `kafka_python_samples.RENAMED`, empty today). Should a 4.3-only
   field appear in a shared version, it would stay at its default on both
   sides (ONE_SIDED_FIELDS, checked to be empty, lists any).
 - unknown tagged fields in requests: kafka-python keeps them when decoding
@@ -88,7 +86,6 @@ KAFKA_PYTHON_MESSAGES = kafka_python_messages()
 
 KAFKA_PYTHON_ONLY_VERSIONS = {
     "InitProducerId": [6],
-    "ListClientMetricsResources": [1],
 }
 
 APIS_WITHOUT_KAFKA_PYTHON = [
@@ -268,11 +265,7 @@ def test_every_kafka_python_message_has_a_wire_declaration():
         cls.__name__: APIS_BY_KEY[cls.API_KEY].name + cls.type.title()
         for cls in KAFKA_PYTHON_MESSAGES
     }
-    assert {k: v for k, v in ours.items() if k != v} == {
-        # KIP-1142 renamed API key 74 after Kafka 4.0.
-        "ListConfigResourcesRequest": "ListClientMetricsResourcesRequest",
-        "ListConfigResourcesResponse": "ListClientMetricsResourcesResponse",
-    }
+    assert {k: v for k, v in ours.items() if k != v} == {}
 
 
 def test_exclusions_are_the_documented_ones():
@@ -301,7 +294,7 @@ def test_exclusions_are_the_documented_ones():
 
 
 def test_case_count():
-    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 260
+    assert len(REQUEST_CASES) == len(RESPONSE_CASES) == 261
 
 
 # --- the checks can fail ---------------------------------------------------------

@@ -59,7 +59,7 @@ from wire.apis.initialize_share_group_state import INITIALIZE_SHARE_GROUP_STATE
 from wire.apis.join_group import JOIN_GROUP
 from wire.apis.leader_and_isr import LEADER_AND_ISR
 from wire.apis.leave_group import LEAVE_GROUP
-from wire.apis.list_client_metrics_resources import LIST_CLIENT_METRICS_RESOURCES
+from wire.apis.list_config_resources import LIST_CONFIG_RESOURCES
 from wire.apis.list_groups import LIST_GROUPS
 from wire.apis.list_offsets import LIST_OFFSETS
 from wire.apis.list_partition_reassignments import LIST_PARTITION_REASSIGNMENTS
@@ -167,7 +167,7 @@ ALL_APIS = (
     GET_TELEMETRY_SUBSCRIPTIONS,
     PUSH_TELEMETRY,
     ASSIGN_REPLICAS_TO_DIRS,
-    LIST_CLIENT_METRICS_RESOURCES,
+    LIST_CONFIG_RESOURCES,
     DESCRIBE_TOPIC_PARTITIONS,
     SHARE_GROUP_HEARTBEAT,
     SHARE_GROUP_DESCRIBE,
