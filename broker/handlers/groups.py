@@ -25,6 +25,7 @@ from broker.metadata.publisher import MetadataCache
 from broker.registry import handles
 from broker.request_context import RequestContext
 from broker.txn_verifier import Operation, TxnVerifier
+from coordinator.responses import fetched_partition
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.values import Struct
@@ -80,6 +81,15 @@ def _with_topic_ids(image, topics: list[dict]) -> list[dict]:
         if info is not None:
             out.append({**topic, "topic_id": info.topic_id})
     return out
+
+
+def _unknown_id_results(unknown, indexes_of, result_of) -> list[dict]:
+    """The answer for topics named by an id the broker does not know: each of
+    their partitions' result (`result_of(index)`), by topic id."""
+    return [
+        {"topic_id": topic.topic_id, "partitions": [result_of(i) for i in indexes_of(topic)]}
+        for topic in unknown
+    ]
 
 
 def _merge_topic_results(response: dict, unknown, partition_key: str) -> dict:
@@ -139,22 +149,11 @@ class GroupsHandler:
         for group, unknown in zip(response["groups"], unknown_ids, strict=True):
             if group["error_code"] != ErrorCode.NONE:
                 continue  # a group's error comes without topics
-            group["topics"] = _with_topic_ids(image, group["topics"]) + [
-                {
-                    "topic_id": topic.topic_id,
-                    "partitions": [
-                        {
-                            "partition_index": index,
-                            "committed_offset": -1,
-                            "committed_leader_epoch": -1,
-                            "metadata": "",
-                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
-                        }
-                        for index in topic.partition_indexes
-                    ],
-                }
-                for topic in unknown
-            ]
+            group["topics"] = _with_topic_ids(image, group["topics"]) + _unknown_id_results(
+                unknown,
+                lambda topic: topic.partition_indexes,
+                lambda index: fetched_partition(index, error=ErrorCode.UNKNOWN_TOPIC_ID),
+            )
         return response
 
     @handles(ApiKey.LIST_GROUPS, "0-5")
@@ -189,19 +188,11 @@ class GroupsHandler:
             response = await self._forward(ApiKey.OFFSET_COMMIT, ctx, known)
         response = _merge_topic_results(response, unknown, "partitions")
         if ctx.api_version >= 10:
-            response["topics"] = _with_topic_ids(image, response["topics"]) + [
-                {
-                    "topic_id": topic.topic_id,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition_index,
-                            "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
-                        }
-                        for p in topic.partitions
-                    ],
-                }
-                for topic in unknown_ids
-            ]
+            response["topics"] = _with_topic_ids(image, response["topics"]) + _unknown_id_results(
+                unknown_ids,
+                lambda topic: [p.partition_index for p in topic.partitions],
+                lambda index: {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID},
+            )
         return response
 
     @handles(ApiKey.OFFSET_DELETE, "0")

@@ -197,13 +197,10 @@ def test_a_replica_gone_under_min_isr_3_acks_all_is_refused_and_acks_1_works(
     )
 
 
-@pytest.mark.client("java")
-@pytest.mark.api("AlterPartitionReassignments", "ListPartitionReassignments", "replication")
-def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
-    cluster, cluster_admin, tmp_path
-):
-    # On broker 1 alone (confluent-kafka 2.16's NewTopic refuses a replica assignment).
-    topic = unique("moving")
+def topic_on_broker_1(cluster, admin, prefix: str) -> str:
+    """A one-partition topic whose one replica is on broker 1, made with
+    kafka-topics (confluent-kafka 2.16's NewTopic refuses a replica assignment)."""
+    topic = unique(prefix)
     made = run_tool(
         "kafka-topics",
         *("--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic),
@@ -211,15 +208,27 @@ def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
         timeout=120,
     )
     assert made.returncode == 0, made.stdout + made.stderr
-    wait_for_full_isr(cluster_admin, topic, 1, 1)
+    wait_for_full_isr(admin, topic, 1, 1)
+    return topic
+
+
+def reassignment_plan(directory, topic: str, replicas: list[int]):
+    """kafka-reassign-partitions' plan moving partition 0 of `topic` to `replicas`."""
+    plan = directory / "plan.json"
+    partition = {"topic": topic, "partition": 0, "replicas": replicas}
+    plan.write_text(json.dumps({"version": 1, "partitions": [partition]}))
+    return plan
+
+
+@pytest.mark.client("java")
+@pytest.mark.api("AlterPartitionReassignments", "ListPartitionReassignments", "replication")
+def test_kafka_reassign_partitions_moves_a_partition_and_its_records(
+    cluster, cluster_admin, tmp_path
+):
+    topic = topic_on_broker_1(cluster, cluster_admin, "moving")
     records = [{"value": b"%d" % i, "partition": 0} for i in range(50)]
     ck_produce(cluster.bootstrap, topic, records, {"acks": "all"}, timeout=30)
-    plan = tmp_path / "plan.json"
-    plan.write_text(
-        json.dumps(
-            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [2, 3]}]}
-        )
-    )
+    plan = reassignment_plan(tmp_path, topic, [2, 3])
     args = ["--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)]
     execute = run_tool("kafka-reassign-partitions", *args, "--execute", timeout=120)
     assert execute.returncode == 0, execute.stdout + execute.stderr
@@ -248,20 +257,10 @@ def test_kafka_reassign_partitions_can_refuse_a_change_of_replication_factor(
     """AlterPartitionReassignments v1's AllowReplicationFactorChange=false:
     a plan from one replica to two is refused with Kafka's message and
     leaves the partition alone; a plan that keeps one replica still moves it."""
-    topic = unique("fixed-rf")
-    made = run_tool(
-        "kafka-topics",
-        *("--bootstrap-server", cluster.bootstrap, "--create", "--topic", topic),
-        *("--replica-assignment", "1"),
-        timeout=120,
-    )
-    assert made.returncode == 0, made.stdout + made.stderr
-    wait_for_full_isr(cluster_admin, topic, 1, 1)
+    topic = topic_on_broker_1(cluster, cluster_admin, "fixed-rf")
 
     def execute(replicas: list[int]):
-        plan = tmp_path / "plan.json"
-        partition = {"topic": topic, "partition": 0, "replicas": replicas}
-        plan.write_text(json.dumps({"version": 1, "partitions": [partition]}))
+        plan = reassignment_plan(tmp_path, topic, replicas)
         return run_tool(
             "kafka-reassign-partitions",
             *("--bootstrap-server", cluster.bootstrap, "--reassignment-json-file", str(plan)),
