@@ -28,7 +28,8 @@ from typing import Any
 import trio
 
 from broker.registry import HANDLERS, RequestDispatcher, generic_error_response
-from broker.request_context import RequestContext
+from broker.request_context import ANONYMOUS, KafkaPrincipal, RequestContext
+from broker.security.sasl import AuthenticationFailed, SaslAuthenticator
 from wire.api_keys import ApiKey
 from wire.buffers import Reader, Writer
 from wire.error_codes import ErrorCode
@@ -40,6 +41,7 @@ from wire.protocol import (
     decode_request_header,
     encode_response_into,
     request_codec,
+    response_codec,
 )
 from wire.schema import unknown_keys
 
@@ -96,11 +98,22 @@ class Connection:
         limits: ConnectionLimits,
         stream: trio.abc.Stream,
         listener: str,
+        authenticator: SaslAuthenticator | None = None,
     ):
         self.dispatcher = dispatcher
         self.limits = limits
         self.stream = stream
         self.listener = listener
+        # On a SASL listener, until the client has logged in; then None, and
+        # the principal is who it logged in as.
+        self.authenticator = authenticator
+        self.principal: KafkaPrincipal = ANONYMOUS
+        max_frame = limits.socket_request_max_bytes
+        if authenticator is not None:
+            # Kafka's sasl.server.max.receive.size: before login a client may
+            # not make the broker buffer a large request.
+            max_frame = min(max_frame, authenticator.settings.max_receive_size)
+        self._splitter = FrameSplitter(max_frame)
         try:
             # Only socket streams have one; the AttributeError below covers the rest.
             host, port = stream.socket.getpeername()[:2]  # type: ignore[attr-defined]
@@ -171,7 +184,7 @@ class Connection:
     # --- reading ----------------------------------------------------------
 
     async def _read_requests(self) -> None:
-        splitter = FrameSplitter(self.limits.socket_request_max_bytes)
+        splitter = self._splitter
         idle_seconds = self.limits.connections_max_idle_ms / 1000
         unyielded = 0
         while not self._stop_requested:
@@ -274,6 +287,10 @@ class Connection:
 
     async def handle_frame(self, frame: bytes | bytearray) -> list | None:
         """Handle one request; the encoded response as parts, or None (acks=0)."""
+        if self.authenticator is not None:
+            answer = self._before_login(frame)
+            if answer is not None:
+                return answer
         r = Reader(frame)
         try:
             header = decode_request_header(r)
@@ -311,6 +328,7 @@ class Connection:
             client_id=header.client_id,
             listener=self.listener,
             client_address=self.peer,
+            principal=self.principal,
         )
         try:
             response = await bound.call(ctx, body)
@@ -328,6 +346,99 @@ class Connection:
         if response is None:
             return None
         return self._encode(header.api_key, header.api_version, header.correlation_id, response)
+
+    # --- SASL, before login -------------------------------------------------
+
+    def _before_login(self, frame: bytes | bytearray) -> list | None:
+        """A frame on a SASL listener before the client has logged in, as
+        Kafka's SaslServerAuthenticator takes it: the answer, or None for the
+        first ApiVersions, which is handled as usual. What the state does not
+        allow closes the connection, some of it after an answer."""
+        auth = self.authenticator
+        assert auth is not None
+        if auth.state == auth.FAILED:
+            raise CloseConnection("request after a failed SASL authentication")
+        if auth.raw_tokens:
+            # After a v0 handshake: a bare token, answered by a bare frame.
+            try:
+                challenge = auth.evaluate(bytes(frame))
+            except AuthenticationFailed as e:
+                raise CloseConnection(f"SASL authentication failed: {e}") from None
+            self._maybe_logged_in()
+            return [frame_size_prefix(len(challenge)), challenge]
+        r = Reader(frame)
+        try:
+            header = decode_request_header(r)
+        except UnsupportedVersionError as e:
+            if e.api_key == ApiKey.API_VERSIONS and auth.state == auth.VERSIONS_OR_HANDSHAKE:
+                # Answered so the client can retry at a version we serve.
+                return self._unsupported_version(e.api_key, e.version, e.correlation_id)
+            raise CloseConnection(f"unexpected request during SASL authentication: {e}") from None
+        except DecodeError as e:
+            raise CloseConnection(f"malformed request header: {e}") from None
+        key, version = header.api_key, header.api_version
+        try:
+            name = ApiKey(key).name
+        except ValueError:
+            name = str(key)
+        if auth.state == auth.AUTHENTICATE:
+            if key != ApiKey.SASL_AUTHENTICATE:
+                # Kafka answers it with ILLEGAL_SASL_STATE, then closes.
+                self._stop_requested = True
+                auth.state = auth.FAILED
+                return self._illegal_sasl_state(key, version, header.correlation_id)
+            body = self._sasl_body(header, r)
+            response, close = auth.authenticate(body.auth_bytes)
+        elif key == ApiKey.API_VERSIONS:
+            if version not in HANDLERS[key].versions and auth.state == auth.VERSIONS_OR_HANDSHAKE:
+                # As Kafka: the client may ask again at a version we serve.
+                return self._unsupported_version(key, version, header.correlation_id)
+            if auth.api_versions():
+                return None
+            raise CloseConnection(f"Unexpected Kafka request of type {name} during SASL handshake.")
+        elif key == ApiKey.SASL_HANDSHAKE:
+            body = self._sasl_body(header, r)
+            response, close = auth.handshake(version, body.mechanism)
+        else:
+            raise CloseConnection(f"Unexpected Kafka request of type {name} during SASL handshake.")
+        if close:
+            # Kafka logs a failed authentication at INFO, and so do we.
+            log.info(
+                "failed authentication with %s: %s",
+                self.peer,
+                response.get("error_message") or ErrorCode(response["error_code"]).name,
+            )
+            self._stop_requested = True
+        self._maybe_logged_in()
+        return self._encode(key, version, header.correlation_id, response)
+
+    def _sasl_body(self, header: RequestHeader, r: Reader):
+        if header.api_version not in HANDLERS[header.api_key].versions:
+            raise CloseConnection(
+                f"{ApiKey(header.api_key).display_name} v{header.api_version} is not supported"
+            )
+        try:
+            return request_codec(header.api_key, header.api_version).read(r)
+        except DecodeError as e:
+            raise CloseConnection(f"malformed SASL request: {e}") from None
+
+    def _illegal_sasl_state(self, api_key: int, version: int, correlation_id: int) -> list:
+        handler = HANDLERS.get(api_key)
+        if handler is None or version not in handler.versions:
+            raise CloseConnection("unexpected request during SASL authentication")
+        body = response_codec(api_key, version).default()
+        if "error_code" in body:
+            body["error_code"] = ErrorCode.ILLEGAL_SASL_STATE
+        return self._encode(api_key, version, correlation_id, body)
+
+    def _maybe_logged_in(self) -> None:
+        auth = self.authenticator
+        if auth is not None and auth.complete:
+            assert auth.principal is not None
+            self.principal = auth.principal
+            self.authenticator = None
+            self._splitter.max_frame_size = self.limits.socket_request_max_bytes
+            log.debug("%s logged in as %s", self.peer, self.principal)
 
     def _error_response(self, handler, header: RequestHeader, body) -> Any:
         code = ErrorCode.UNKNOWN_SERVER_ERROR

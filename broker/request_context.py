@@ -1,8 +1,9 @@
 """What a handler knows about a request besides its body.
 
-The principal is who sent it. Without authentication every client is
-Kafka's `User:ANONYMOUS`; SASL and TLS will fill it from the connection, and
-an authorizer will check it in each handler before anything else.
+The principal is who sent it: Kafka's `User:ANONYMOUS` on a PLAINTEXT
+listener, `User:<name>` once a client has logged in on a SASL listener
+(broker/security/sasl.py). An authorizer will check it in each handler
+before anything else.
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ from broker.producer_id_manager import ProducerIdManager
 from broker.registry import RequestDispatcher
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replica_manager import ReplicaManager
+from broker.security.sasl import SaslAuthenticator
+from broker.security.scram import ScramCredential, ScramMechanism
 from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicManager
 from broker.txn_markers import MarkerSender, MarkerWriter
@@ -231,8 +233,7 @@ class Broker:
             await trio.to_thread.run_sync(self.logs.finish_startup, hosted)
             accept_scope = trio.CancelScope()
             self._accept_scope = accept_scope
-            for name, bound in listeners:
-                nursery.start_soon(self._accept, name, bound, accept_scope)
+            nursery.start_soon(self._accept, listeners, accept_scope)
             nursery.start_soon(self._close_idle_connections)
             self.logs.start_background(nursery)
             await nursery.start(self.groups.run)
@@ -244,12 +245,20 @@ class Broker:
             nursery.cancel_scope.cancel()
 
     async def _accept(
-        self, name: str, listeners: list[trio.SocketListener], scope: trio.CancelScope
+        self, listeners: list[tuple[str, list[trio.SocketListener]]], scope: trio.CancelScope
     ) -> None:
+        # One scope for every listener (a cancel scope enters one block only).
         with scope:
-            await trio.serve_listeners(
-                partial(self._handle, listener=name), listeners, handler_nursery=self._nursery
-            )
+            async with trio.open_nursery() as accepting:
+                for name, bound in listeners:
+                    accepting.start_soon(
+                        partial(
+                            trio.serve_listeners,
+                            partial(self._handle, listener=name),
+                            bound,
+                            handler_nursery=self._nursery,
+                        )
+                    )
 
     async def _handle(self, stream: trio.SocketStream, listener: str) -> None:
         if self.config.socket_send_buffer_bytes != -1:
@@ -259,7 +268,9 @@ class Broker:
                 )
             except OSError as e:  # the client already gone: run() ends it
                 log.debug("SO_SNDBUF not set: %s", e)
-        conn = Connection(self.dispatcher, self.limits, stream, listener)
+        sasl = self.config.listener_sasl(listener)
+        authenticator = None if sasl is None else SaslAuthenticator(sasl, self._scram_credential)
+        conn = Connection(self.dispatcher, self.limits, stream, listener, authenticator)
         self._connections.add(conn)
         try:
             await conn.run()
@@ -268,6 +279,11 @@ class Broker:
             log.exception("connection %s failed", conn.peer)
         finally:
             self._connections.discard(conn)
+
+    def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        """The user's SCRAM credential for `mechanism` in the newest metadata."""
+        value = self.metadata.image.user_configs.get(user, {}).get(mechanism.mechanism_name)
+        return None if value is None else ScramCredential.from_config_value(value)
 
     async def _close_idle_connections(self) -> None:
         """Close connections that waited `connections.max.idle.ms` for a

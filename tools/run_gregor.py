@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The source tree the broker runs from: this checkout, or GREGOR_SOURCE (another
 # checkout of Gregor, e.g. an older commit, to benchmark one beside the other).
 SOURCE = Path(os.environ.get("GREGOR_SOURCE") or REPO)
-LISTENING = re.compile(r"listening on PLAINTEXT://([^:\s]+):(\d+)")
+LISTENING = re.compile(r"listening on ([A-Za-z0-9_]+)://(\S+):(\d+)")
 
 
 class GregorStartError(RuntimeError):
@@ -80,6 +80,8 @@ class GregorNode:
         # The port asked for; after the first start, the port the broker got.
         self.requested_port = port
         self.port: int | None = port or None
+        # Every listener's bound port by name, after a start.
+        self.ports: dict[str, int] = {}
         self.log_path = Path(log_path) if log_path is not None else None
         # A session of its own: Ctrl-C in a terminal reaches only the caller, who stops it.
         self.new_session = new_session
@@ -114,7 +116,7 @@ class GregorNode:
         t0 = time.monotonic()
         self.output = []
         listening = threading.Event()
-        found: list[int] = []
+        found: dict[str, int] = {}
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.spawned_at = time.monotonic()
@@ -140,14 +142,19 @@ class GregorNode:
             code = self.proc.wait()
             self._reader.join(5)
             raise GregorStartError(f"Gregor exited with {code}:\n{self.tail()}")
-        self.port = found[0]
+        self.ports = dict(found)
+        self.port = found.get("PLAINTEXT", next(iter(found.values())))
         self.requested_port = self.port
         self.start_seconds = time.monotonic() - t0
         return self
 
-    def _read(self, proc: subprocess.Popen, listening: threading.Event, found: list[int]) -> None:
-        """The broker's output, line by line, until it exits; `listening` is set at the
-        "listening on" line or at the end of the output, whichever comes first."""
+    def _read(
+        self, proc: subprocess.Popen, listening: threading.Event, found: dict[str, int]
+    ) -> None:
+        """The broker's output, line by line, until it exits; `listening` is set once
+        every listener has its "listening on" line, or at the end of the output,
+        whichever comes first."""
+        expected = len(str(self.settings()["listeners"]).split(","))
         assert proc.stdout is not None
         log = open(self.log_path, "a") if self.log_path is not None else None
         try:
@@ -159,8 +166,9 @@ class GregorNode:
                 if not listening.is_set():
                     match = LISTENING.search(line)
                     if match:
-                        found.append(int(match.group(2)))
-                        listening.set()
+                        found[match.group(1)] = int(match.group(3))
+                        if len(found) >= expected:
+                            listening.set()
         finally:
             listening.set()
             if log is not None:

@@ -30,7 +30,7 @@ from broker.config.broker_keys import (
     unknown_key_error,
 )
 from broker.config.describe import ConfigEntry, ConfigSource, ConfigSynonym
-from broker.config.keys import PER_BROKER, ConfigError, as_raw
+from broker.config.keys import PER_BROKER, ConfigError, ConfigType, as_raw, parse_value
 from broker.config.listeners import (
     Endpoint,
     parse_listeners,
@@ -38,6 +38,9 @@ from broker.config.listeners import (
     ports_clash,
 )
 from broker.config.properties import parse_overrides, parse_properties, read_properties_file
+from broker.security.jaas import JaasConfigError, parse_jaas_config
+from broker.security.jaas import plain_users as plain_users_of
+from broker.security.sasl import PLAIN, SUPPORTED_MECHANISMS, ListenerSasl
 
 _HOUR_MS = 60 * 60 * 1000
 _MINUTE_MS = 60 * 1000
@@ -86,6 +89,10 @@ class BrokerConfig:
         self.dynamic_broker: dict[str, str] = {}
         self._static_values = {k: BROKER_CONFIG_KEYS[k].parse(v) for k, v in static.items()}
         self._dynamic_values: dict[str, Any] = {}
+        # Each SASL listener's settings, and the listener.name.* keys they
+        # were read from (acted on, so not reported as ignored).
+        self._sasl: dict[str, ListenerSasl] = {}
+        self._consumed: set[str] = set()
         self._validate()
 
     # --- construction --------------------------------------------------------
@@ -273,13 +280,16 @@ class BrokerConfig:
                     "listeners",
                     lst.name,
                 )
-            if proto != "PLAINTEXT":
+            if proto not in ("PLAINTEXT", "SASL_PLAINTEXT"):
                 raise ConfigError(
                     f"Invalid value {','.join(self['listeners'])} for configuration listeners: "
-                    f"listener {lst.name} uses security protocol {proto}; Gregor serves PLAINTEXT only",
+                    f"listener {lst.name} uses security protocol {proto}; Gregor serves "
+                    "PLAINTEXT and SASL_PLAINTEXT only",
                     "listeners",
                     lst.name,
                 )
+            if proto == "SASL_PLAINTEXT":
+                self._sasl[lst.name] = self._listener_sasl(lst.name)
         if len(set(names)) != len(names):
             raise ConfigError(
                 f"Error creating broker listeners from '{shown}': "
@@ -316,6 +326,14 @@ class BrokerConfig:
                     lst.name,
                 )
         ibl = self["inter.broker.listener.name"]
+        if not self.single_node and self.inter_broker_listener_name in self._sasl:
+            raise ConfigError(
+                f"Invalid value {self.inter_broker_listener_name} for configuration "
+                "inter.broker.listener.name: its security protocol is SASL_PLAINTEXT, and "
+                "Gregor's brokers replicate over a PLAINTEXT listener only",
+                "inter.broker.listener.name",
+                self.inter_broker_listener_name,
+            )
         if ibl is not None and ibl.upper() not in {lst.name for lst in self.listeners}:
             raise ConfigError(
                 f"Invalid value {ibl} for configuration inter.broker.listener.name: "
@@ -350,6 +368,65 @@ class BrokerConfig:
                 "log.roll.jitter.ms",
                 self["log.roll.jitter.ms"],
             )
+
+    def listener_sasl(self, name: str) -> ListenerSasl | None:
+        """What the listener's SASL accepts; None for a PLAINTEXT listener."""
+        return self._sasl.get(name.upper())
+
+    def _listener_key(self, listener: str, key: str) -> tuple[str, str | None]:
+        """Kafka's listener.name.<listener>.<key> override, and its value if given."""
+        prefixed = f"listener.name.{listener.lower()}.{key}"
+        return prefixed, self.ignored.get(prefixed)
+
+    def _listener_sasl(self, listener: str) -> ListenerSasl:
+        key, raw = self._listener_key(listener, "sasl.enabled.mechanisms")
+        if raw is not None:
+            self._consumed.add(key)
+            mechanisms = [m for m in parse_value(key, ConfigType.LIST, raw) if m]
+        else:
+            key, mechanisms = "sasl.enabled.mechanisms", self["sasl.enabled.mechanisms"]
+        if not mechanisms:
+            raise ConfigError(
+                f"Invalid value for configuration {key}: listener {listener} uses "
+                "SASL_PLAINTEXT and enables no SASL mechanism",
+                key,
+            )
+        for mechanism in mechanisms:
+            if mechanism not in SUPPORTED_MECHANISMS:
+                raise ConfigError(
+                    f"Invalid value {','.join(mechanisms)} for configuration {key}: "
+                    f"SASL mechanism {mechanism} of listener {listener} is not supported by "
+                    f"Gregor (it serves {', '.join(SUPPORTED_MECHANISMS)})",
+                    key,
+                    mechanism,
+                )
+        plain_users: dict[str, str] = {}
+        # Each mechanism may have its JAAS config; SCRAM's carries nothing
+        # the broker needs (its credentials live in the cluster metadata).
+        for mechanism in mechanisms:
+            jaas_key, jaas = self._listener_key(listener, f"{mechanism.lower()}.sasl.jaas.config")
+            if jaas is None:
+                if mechanism == PLAIN:
+                    raise ConfigError(
+                        f"Could not find a JAAS configuration for SASL mechanism PLAIN of "
+                        f'listener {listener}: set {jaas_key} (users as user_<name>="<password>")',
+                        jaas_key,
+                    )
+                continue
+            self._consumed.add(jaas_key)
+            try:
+                modules = parse_jaas_config(jaas)
+            except JaasConfigError as e:
+                raise ConfigError(
+                    f"Invalid value for configuration {jaas_key}: {e}", jaas_key
+                ) from None
+            if mechanism == PLAIN:
+                plain_users = plain_users_of(modules)
+        return ListenerSasl(
+            mechanisms=tuple(mechanisms),
+            plain_users=plain_users,
+            max_receive_size=self["sasl.server.max.receive.size"],
+        )
 
     def _layered(self, key: str) -> Any:
         for layer in (self._dynamic_values, self._static_values):
@@ -507,7 +584,9 @@ class BrokerConfig:
         """Things worth a log line at start-up: accepted-but-ignored keys, and
         internal topics a single node cannot create."""
         out = [
-            f"configuration {key} is accepted but ignored by Gregor" for key in sorted(self.ignored)
+            f"configuration {key} is accepted but ignored by Gregor"
+            for key in sorted(self.ignored)
+            if key not in self._consumed
         ]
         if self.single_node:
             for key in (

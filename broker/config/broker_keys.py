@@ -78,7 +78,9 @@ _KEYS: list[ConfigKey] = [
     define_key("controller.listener.names", LS, None, "Names of controller listeners: recorded, and not served as Kafka client listeners."),
     define_key("listeners", LS, ["PLAINTEXT://localhost:9092"], "Comma-separated NAME://host:port URIs to listen on (empty host: all interfaces; port 0: a free port). Gregor's default binds localhost.", non_empty_list),
     define_key("advertised.listeners", LS, None, "Listener addresses published to clients, if different from listeners."),
-    define_key("listener.security.protocol.map", S, DEFAULT_SECURITY_PROTOCOL_MAP, "Map of listener names to security protocols (NAME:PROTOCOL,...). Gregor serves PLAINTEXT only."),
+    define_key("listener.security.protocol.map", S, DEFAULT_SECURITY_PROTOCOL_MAP, "Map of listener names to security protocols (NAME:PROTOCOL,...). Gregor serves PLAINTEXT and SASL_PLAINTEXT."),
+    define_key("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms of SASL_PLAINTEXT listeners (per listener: listener.name.<listener>.sasl.enabled.mechanisms). Gregor serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, must be replaced."),
+    define_key("sasl.server.max.receive.size", I, 524288, "The largest request a client may send on a SASL listener before it has authenticated.", at_least(1)),
     define_key("inter.broker.listener.name", S, None, "Listener used between brokers (replication); by default the first broker listener."),
     define_key("num.network.threads", I, 3, "Accepted, unused (Gregor runs on one Trio event loop).", at_least(1), CLUSTER_WIDE),
     define_key("num.io.threads", I, 8, "Accepted, unused (Gregor runs on one Trio event loop).", at_least(1), CLUSTER_WIDE),
@@ -202,7 +204,7 @@ GREGOR_DEVIATIONS: dict[str, str] = {
     "process.roles": "default empty and ignored (Kafka 4.x: required)",
     "controller.listener.names": "optional; named listeners are not served to clients",
     "listeners": "default PLAINTEXT://localhost:9092 (Kafka: PLAINTEXT://:9092); ports must be in "
-    "0..65535; only PLAINTEXT; read-only (Kafka: per-broker dynamic)",
+    "0..65535; PLAINTEXT and SASL_PLAINTEXT (no SSL yet); read-only (Kafka: per-broker dynamic)",
     "listener.security.protocol.map": "read-only (Kafka: per-broker dynamic)",
     "log.dir": "default ./data (Kafka: /tmp/kafka-logs)",
     "log.dirs": "duplicate directories are an error (Kafka 4.3 accepts them)",
@@ -323,7 +325,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     remote.log.storage.system.enable replica.alter.log.dirs.io.max.bytes.per.second
     replica.socket.receive.buffer.bytes replication.quota.window.num
     replication.quota.window.size.seconds reserved.broker.max.id
-    sasl.client.callback.handler.class sasl.enabled.mechanisms sasl.jaas.config
+    sasl.client.callback.handler.class sasl.jaas.config
     sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin
     sasl.kerberos.principal.to.local.rules sasl.kerberos.service.name
     sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
@@ -347,7 +349,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     sasl.oauthbearer.jwt.retriever.class sasl.oauthbearer.jwt.validator.class
     sasl.oauthbearer.scope sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
     sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
-    sasl.server.max.receive.size security.inter.broker.protocol security.providers
+    security.inter.broker.protocol security.providers
     server.max.startup.time.ms share.coordinator.append.linger.ms
     share.coordinator.cached.buffer.max.bytes
     share.coordinator.cold.partition.snapshot.interval.ms share.coordinator.load.buffer.size

@@ -68,6 +68,10 @@ class Controller(Protocol):
     async def alter_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         """Replace the dynamic broker configs of `resource` ("" or a node id)."""
 
+    async def alter_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Set (a value) or remove (None) configs of users, all of them or
+        none: their SCRAM credentials, one per mechanism."""
+
     async def alter_partition(
         self,
         tp: TopicPartition,
@@ -94,6 +98,18 @@ class Controller(Protocol):
     ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
         """Start (target replicas) or cancel (None) reassignments, validated
         already; each partition's (error code, message)."""
+
+
+def apply_config_changes(
+    configs: dict[str, str], changes: Mapping[str, str | None]
+) -> dict[str, str]:
+    """`configs` with `changes` made: a value set, or the key removed (None)."""
+    for key, value in changes.items():
+        if value is None:
+            configs.pop(key, None)
+        else:
+            configs[key] = value
+    return configs
 
 
 class MetadataBackend(Controller, Protocol):

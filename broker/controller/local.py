@@ -15,12 +15,18 @@ import logging
 import os
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import trio
 
 from broker.controller import elections
-from broker.controller.api import ControllerError, ProducerIdBlock, TopicPartition
+from broker.controller.api import (
+    ControllerError,
+    ProducerIdBlock,
+    TopicPartition,
+    apply_config_changes,
+)
 from broker.metadata.image import (
     BrokerRegistration,
     Endpoint,
@@ -64,6 +70,7 @@ class LocalMetadataStore:
             brokers=brokers,
             topics=topics,
             broker_configs={k: dict(v) for k, v in raw.get("broker_configs", {}).items()},
+            user_configs={k: dict(v) for k, v in raw.get("user_configs", {}).items()},
         )
         return image, raw.get("next_producer_id", 0)
 
@@ -83,6 +90,7 @@ class LocalMetadataStore:
             },
             "next_producer_id": next_producer_id,
             "broker_configs": {k: dict(v) for k, v in image.broker_configs.items() if v},
+            "user_configs": {k: dict(v) for k, v in image.user_configs.items() if v},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
@@ -216,9 +224,7 @@ class LocalController:
                     if led
                     else topic
                 )
-            restarted = MetadataImage(
-                image.cluster_id, image.controller_id, image.brokers, topics, image.broker_configs
-            )
+            restarted = replace(image, topics=topics)
             if restarted.topics != image.topics:
                 await self._save(restarted)
             self._image = restarted
@@ -304,6 +310,15 @@ class LocalController:
     async def alter_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         async with self._lock:
             await self._commit(self._image.with_broker_configs(resource, configs))
+
+    async def alter_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        async with self._lock:
+            image = self._image
+            for user, change in changes.items():
+                image = image.with_user_configs(
+                    user, apply_config_changes(image.user_config(user), change)
+                )
+            await self._commit(image)
 
     async def alter_partition(
         self,

@@ -11,6 +11,7 @@ The layout is Kafka's ZooKeeper-era one (under the chroot of
     /brokers/topics/T/partitions/P/state         {"leader", "leader_epoch", "isr", ...};
                                                  its znode version is the partition epoch
     /config/topics/T, /config/brokers/<default>|N   config overrides
+    /config/users/U                              a user's configs: its SCRAM credentials
     /latest_producer_id_block                    the last producer-id block handed out
 
 Every broker follows it: one task re-reads the whole layout whenever a watch
@@ -53,7 +54,12 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotE
 from kazoo.retry import KazooRetry
 
 from broker.controller import elections
-from broker.controller.api import ControllerError, ProducerIdBlock, TopicPartition
+from broker.controller.api import (
+    ControllerError,
+    ProducerIdBlock,
+    TopicPartition,
+    apply_config_changes,
+)
 from broker.metadata.image import (
     NO_LEADER,
     BrokerRegistration,
@@ -143,6 +149,7 @@ class Snapshot:
     brokers: dict[int, BrokerRegistration]
     topics: dict[str, TopicImage]
     broker_configs: dict[str, dict[str, str]]
+    user_configs: dict[str, dict[str, str]]
 
 
 class ZkMetadataBackend:
@@ -190,6 +197,8 @@ class ZkMetadataBackend:
         # before an older one.
         self._reload_lock = trio.Lock()
         self._shutting_down = False
+        # Set by close(): reads failing from then on are the client closing.
+        self._closing = False
 
     # --- running ----------------------------------------------------------------------
 
@@ -256,6 +265,7 @@ class ZkMetadataBackend:
             "/brokers/topics",
             "/config/topics",
             "/config/brokers",
+            "/config/users",
             "/cluster",
         ):
             self.zk.ensure_path(path)
@@ -304,6 +314,10 @@ class ZkMetadataBackend:
                     self._session_lost = trio.Event()
                 await self._reload()
             except Exception:
+                if self._closing:
+                    # The broker is stopping and closed the client under a
+                    # read that a last watch started: nothing to follow.
+                    return
                 # ZooKeeper going away again mid-read is the case this loop is
                 # for; the broker keeps serving from its last image meanwhile.
                 # The cause once, then a line a minute: an outage is long.
@@ -331,6 +345,7 @@ class ZkMetadataBackend:
             brokers=snapshot.brokers,
             topics=snapshot.topics,
             broker_configs=snapshot.broker_configs,
+            user_configs=snapshot.user_configs,
         )
         await self.cache.publish(_share_unchanged(self.cache.image, image))
         if self._is_controller:
@@ -395,9 +410,18 @@ class ZkMetadataBackend:
                 continue
             resource = "" if child == "<default>" else child
             broker_configs[resource] = json.loads(data)["config"]
-        return Snapshot(cluster_id, controller_id, brokers, topics, broker_configs)
+        user_configs = {}
+        for user in zk.get_children("/config/users", watch=watch):
+            try:
+                data, _ = zk.get(f"/config/users/{user}", watch=watch)
+            except NoNodeError:
+                continue
+            if configs := json.loads(data)["config"]:
+                user_configs[user] = configs
+        return Snapshot(cluster_id, controller_id, brokers, topics, broker_configs, user_configs)
 
     async def close(self) -> None:
+        self._closing = True
         await trio.to_thread.run_sync(self._close)
 
     def _close(self) -> None:
@@ -771,6 +795,32 @@ class ZkMetadataBackend:
         await trio.to_thread.run_sync(self._set_config, path, dict(configs))
         await self._reload()
 
+    async def alter_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        await trio.to_thread.run_sync(self._change_user_configs, changes)
+        await self._reload()
+
+    def _change_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Blocking: change some keys of users' config nodes in one
+        transaction, conditional on the versions read, so that a change made
+        by another broker meanwhile is read again rather than overwritten."""
+        while True:
+            t = self.zk.transaction()
+            for user, change in changes.items():
+                path = f"/config/users/{user}"
+                try:
+                    data, stat = self.zk.get(path)
+                except NoNodeError:
+                    configs = apply_config_changes({}, change)
+                    t.create(path, _json({"version": 1, "config": configs}))
+                    continue
+                configs = apply_config_changes(json.loads(data)["config"], change)
+                t.set_data(path, _json({"version": 1, "config": configs}), version=stat.version)
+            try:
+                _commit(t)
+                return
+            except (BadVersionError, NoNodeError, NodeExistsError):
+                continue
+
     def _set_config(self, path: str, configs: dict[str, str]) -> None:
         data = _json({"version": 1, "config": configs})
         try:
@@ -946,7 +996,7 @@ def _share_unchanged(old: MetadataImage, new: MetadataImage) -> MetadataImage:
         name: (old.topics[name] if old.topics.get(name) == topic else topic)
         for name, topic in new.topics.items()
     }
-    return MetadataImage(new.cluster_id, new.controller_id, new.brokers, topics, new.broker_configs)
+    return replace(new, topics=topics)
 
 
 __all__ = ["NO_LEADER", "ZkMetadataBackend"]

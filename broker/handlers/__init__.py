@@ -22,6 +22,8 @@ from broker.handlers.offsets import OffsetsHandler
 from broker.handlers.produce import ProduceHandler
 from broker.handlers.producer_ids import ProducerIdsHandler
 from broker.handlers.reassignments import ReassignmentsHandler
+from broker.handlers.sasl import SaslHandler
+from broker.handlers.scram_credentials import ScramCredentialsHandler
 from broker.handlers.topic_admin import TopicAdminHandler
 from broker.handlers.transactions import TransactionsHandler
 
@@ -64,4 +66,6 @@ def build_handlers(
         GroupsHandler(groups, metadata, verifier),
         ProducerIdsHandler(producer_ids, txns),
         TransactionsHandler(txns, groups, metadata, markers, replicas, producer_ids),
+        SaslHandler(),
+        ScramCredentialsHandler(metadata, controller),
     ]

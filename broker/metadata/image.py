@@ -123,6 +123,10 @@ class MetadataImage:
     # Dynamic broker configs set with AlterConfigs, by resource name: "" for
     # the cluster-wide defaults, str(node id) for one broker's own.
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Configs of users by name, as Kafka's ZooKeeper mode kept them
+    # (/config/users/<name>): today their SCRAM credentials, one value per
+    # mechanism (broker/security/scram.py).
+    user_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     # --- reads -----------------------------------------------------------------
 
@@ -149,6 +153,9 @@ class MetadataImage:
 
     def broker_config(self, resource: str) -> dict[str, str]:
         return dict(self.broker_configs.get(resource, {}))
+
+    def user_config(self, user: str) -> dict[str, str]:
+        return dict(self.user_configs.get(user, {}))
 
     # --- new images --------------------------------------------------------------
 
@@ -181,6 +188,12 @@ class MetadataImage:
         if configs:
             updated[resource] = dict(configs)
         return replace(self, broker_configs=updated)
+
+    def with_user_configs(self, user: str, configs: Mapping[str, str]) -> MetadataImage:
+        updated = {k: v for k, v in self.user_configs.items() if k != user}
+        if configs:
+            updated[user] = dict(configs)
+        return replace(self, user_configs=updated)
 
 
 def random_uuid() -> uuid.UUID:

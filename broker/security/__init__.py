@@ -1,0 +1,1 @@
+"""Authentication: SASL mechanisms, their credentials and a connection's authenticator."""

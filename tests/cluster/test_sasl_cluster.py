@@ -1,0 +1,107 @@
+"""SASL on a cluster: SCRAM credentials are cluster metadata (ZooKeeper's
+/config/users, as in Kafka's ZooKeeper mode), so a credential created
+through one broker logs a client in at every other one, and a client on a
+SASL listener is sent to every broker's SASL listener. The brokers
+replicate between themselves over their PLAINTEXT listener.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from kafka import KafkaConsumer
+
+from tests.integration.clients import wait_until
+from tests.support.clients import TIMEOUT
+from tests.support.gregor import GregorNode, assert_no_traceback
+from tests.support.raw import kafka_request
+from wire.api_keys import ApiKey
+
+pytestmark = pytest.mark.slow
+
+PLAIN_JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
+)
+
+
+def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path, zookeeper):
+    chroot = f"/t{time.monotonic_ns()}/gregor"
+    settings = {
+        "zookeeper.connect": zookeeper.connect + chroot,
+        "zookeeper.session.timeout.ms": 4000,
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "default.replication.factor": 2,
+        "offsets.topic.replication.factor": 2,
+        "offsets.topic.num.partitions": 1,
+        "group.initial.rebalance.delay.ms": 0,
+    }
+    brokers = [
+        GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
+        for n in (1, 2)
+    ]
+    try:
+        for broker in brokers:
+            broker.start()
+        one, two = brokers
+        sasl_two = f"127.0.0.1:{two.ports['SASL_PLAINTEXT']}"
+        admin = AdminClient({"bootstrap.servers": one.bootstrap})
+        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
+        admin.create_topics([NewTopic("replicated", 2)])["replicated"].result(TIMEOUT)
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+        upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(TIMEOUT)
+
+        login = {
+            "bootstrap.servers": sasl_two,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "carol",
+            "sasl.password": "carol-secret",
+        }
+
+        # Broker 2 learns of the credential through its ZooKeeper watch.
+        def on_broker_two():
+            body = {"users": [{"name": "carol"}]}
+            answer = kafka_request(two.bootstrap, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, body)
+            return answer.results[0].credential_infos
+
+        infos = wait_until(on_broker_two, "broker 2 to hold carol's credential")
+        assert [(c.mechanism, c.iterations) for c in infos] == [(1, 4096)]
+        metadata = AdminClient(login).list_topics(timeout=TIMEOUT)
+        # Every broker is reached on its SASL listener.
+        assert sorted(b.port for b in metadata.brokers.values()) == sorted(
+            b.ports["SASL_PLAINTEXT"] for b in brokers
+        )
+        producer = Producer(login)
+        for partition in (0, 1):
+            producer.produce("replicated", f"p{partition}".encode(), partition=partition)
+        assert producer.flush(TIMEOUT) == 0
+        consumer = KafkaConsumer(
+            "replicated",
+            bootstrap_servers=sasl_two,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="carol",
+            sasl_plain_password="carol-secret",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=10_000,
+        )
+        assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
+        consumer.close()
+    finally:
+        for broker in brokers:
+            broker.stop()
+    for broker in brokers:
+        assert_no_traceback(broker)
