@@ -14,6 +14,10 @@ import struct
 
 import trio
 
+from broker.security.login import SaslLogin
+from broker.security.scram import ScramError
+from wire.api_keys import ApiKey
+from wire.error_codes import ErrorCode
 from wire.errors import DecodeError
 from wire.framing import FrameSplitter
 from wire.protocol import decode_response, encode_request
@@ -28,10 +32,14 @@ class BrokerConnectionError(Exception):
 
 
 class BrokerConnection:
-    def __init__(self, host: str, port: int, client_id: str):
+    """`login`: log in with these credentials once connected (the other
+    broker's listener is a SASL one)."""
+
+    def __init__(self, host: str, port: int, client_id: str, login: SaslLogin | None = None):
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.login = login
         self._stream: trio.SocketStream | None = None
         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
         self._ids = itertools.count(1)
@@ -45,11 +53,9 @@ class BrokerConnection:
                     if self._stream is None:
                         self._stream = await trio.open_tcp_stream(self.host, self.port)
                         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
-                    correlation_id = next(self._ids)
-                    data = encode_request(api_key, version, correlation_id, body, self.client_id)
-                    await self._stream.send_all(struct.pack(">i", len(data)) + data)
-                    frame = await self._receive_frame()
-                    got, response = decode_response(api_key, version, frame)
+                        if self.login is not None:
+                            await self._log_in(self.login)
+                    response = await self._roundtrip(api_key, version, body)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as e:
                 await self.close()
                 raise BrokerConnectionError(f"{self.host}:{self.port}: {e}") from e
@@ -58,15 +64,40 @@ class BrokerConnection:
                 raise BrokerConnectionError(
                     f"{self.host}:{self.port}: no answer in {timeout}s"
                 ) from e
-            except DecodeError as e:
+            except (DecodeError, ScramError) as e:
                 await self.close()
                 raise BrokerConnectionError(f"{self.host}:{self.port}: bad answer: {e}") from e
-            if got != correlation_id:
+            except BrokerConnectionError as e:
                 await self.close()
-                raise BrokerConnectionError(
-                    f"{self.host}:{self.port}: answer {got} to request {correlation_id}"
-                )
+                raise BrokerConnectionError(f"{self.host}:{self.port}: {e}") from e
             return response
+
+    async def _roundtrip(self, api_key: int, version: int, body):
+        assert self._stream is not None
+        correlation_id = next(self._ids)
+        data = encode_request(api_key, version, correlation_id, body, self.client_id)
+        await self._stream.send_all(struct.pack(">i", len(data)) + data)
+        got, response = decode_response(api_key, version, await self._receive_frame())
+        if got != correlation_id:
+            raise BrokerConnectionError(f"answer {got} to request {correlation_id}")
+        return response
+
+    async def _log_in(self, login: SaslLogin) -> None:
+        """SaslHandshake, then SaslAuthenticate until the mechanism is done."""
+        handshake = await self._roundtrip(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": login.mechanism})
+        if handshake.error_code != ErrorCode.NONE:
+            raise BrokerConnectionError(
+                f"SASL mechanism {login.mechanism} refused: {ErrorCode(handshake.error_code).name}"
+            )
+        client = login.client()
+        token: bytes | None = client.first()
+        while token is not None:
+            answer = await self._roundtrip(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+            if answer.error_code != ErrorCode.NONE:
+                raise BrokerConnectionError(
+                    f"login as {login.username} failed: {answer.error_message}"
+                )
+            token = client.next(bytes(answer.auth_bytes))
 
     async def _receive_frame(self) -> bytearray:
         assert self._stream is not None
@@ -102,10 +133,11 @@ class BrokerConnections:
     a new connection). For requests that go to whichever broker leads
     something: transaction markers, verifications."""
 
-    def __init__(self, image, listener: str, client_id: str):
+    def __init__(self, image, listener: str, client_id: str, login: SaslLogin | None = None):
         self._image = image  # () -> MetadataImage
         self._listener = listener
         self._client_id = client_id
+        self._login = login
         self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
 
     def to(self, node_id: int) -> BrokerConnection | None:
@@ -118,7 +150,7 @@ class BrokerConnections:
         connection = self._connections.get(key)
         if connection is None:
             connection = self._connections[key] = BrokerConnection(
-                endpoint.host, endpoint.port, self._client_id
+                endpoint.host, endpoint.port, self._client_id, self._login
             )
         return connection
 

@@ -27,6 +27,7 @@ import trio
 from broker.broker_client import BrokerConnection, BrokerConnectionError
 from broker.metadata.image import MetadataImage
 from broker.partition import Partition, TopicPartition
+from broker.security.login import SaslLogin
 from logstore import LogError
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
@@ -47,6 +48,8 @@ class FetcherSettings:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    # The broker's credentials when the listener is a SASL one.
+    login: SaslLogin | None = None
 
 
 class ReplicaFetcher:
@@ -113,7 +116,10 @@ class ReplicaFetcher:
         address = (endpoint.host, endpoint.port)
         if self._connection is None or self._endpoint != address:
             self._connection = BrokerConnection(
-                endpoint.host, endpoint.port, f"replica-fetcher-{self.node_id}"
+                endpoint.host,
+                endpoint.port,
+                f"replica-fetcher-{self.node_id}",
+                self.settings.login,
             )
             self._endpoint = address
         return self._connection

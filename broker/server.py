@@ -124,6 +124,7 @@ class Broker:
                     response_max_bytes=config["replica.fetch.response.max.bytes"],
                     backoff_ms=config["replica.fetch.backoff.ms"],
                     socket_timeout_ms=config["replica.socket.timeout.ms"],
+                    login=config.inter_broker_login,
                 ),
                 lambda: self.metadata.image,
             ),
@@ -153,6 +154,7 @@ class Broker:
                     lambda: self.metadata.image,
                     config.inter_broker_listener_name,
                     f"broker-{self.node_id}-txn-markers",
+                    config.inter_broker_login,
                 ),
             ),
         )
@@ -180,6 +182,7 @@ class Broker:
                         lambda: self.metadata.image,
                         config.inter_broker_listener_name,
                         f"broker-{self.node_id}-txn-verify",
+                        config.inter_broker_login,
                     ),
                 ),
             )

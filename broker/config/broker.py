@@ -40,6 +40,7 @@ from broker.config.listeners import (
 from broker.config.properties import parse_overrides, parse_properties, read_properties_file
 from broker.security.jaas import JaasConfigError, parse_jaas_config
 from broker.security.jaas import plain_users as plain_users_of
+from broker.security.login import SaslLogin
 from broker.security.sasl import PLAIN, SUPPORTED_MECHANISMS, ListenerSasl
 
 _HOUR_MS = 60 * 60 * 1000
@@ -93,6 +94,7 @@ class BrokerConfig:
         # were read from (acted on, so not reported as ignored).
         self._sasl: dict[str, ListenerSasl] = {}
         self._consumed: set[str] = set()
+        self._inter_broker_login: SaslLogin | None = None
         self._validate()
 
     # --- construction --------------------------------------------------------
@@ -327,13 +329,7 @@ class BrokerConfig:
                 )
         ibl = self["inter.broker.listener.name"]
         if not self.single_node and self.inter_broker_listener_name in self._sasl:
-            raise ConfigError(
-                f"Invalid value {self.inter_broker_listener_name} for configuration "
-                "inter.broker.listener.name: its security protocol is SASL_PLAINTEXT, and "
-                "Gregor's brokers replicate over a PLAINTEXT listener only",
-                "inter.broker.listener.name",
-                self.inter_broker_listener_name,
-            )
+            self._inter_broker_login = self._login_to(self.inter_broker_listener_name)
         if ibl is not None and ibl.upper() not in {lst.name for lst in self.listeners}:
             raise ConfigError(
                 f"Invalid value {ibl} for configuration inter.broker.listener.name: "
@@ -427,6 +423,33 @@ class BrokerConfig:
             plain_users=plain_users,
             max_receive_size=self["sasl.server.max.receive.size"],
         )
+
+    @property
+    def inter_broker_login(self) -> SaslLogin | None:
+        """How this broker logs in to the others, if their listener is a SASL one."""
+        return self._inter_broker_login
+
+    def _login_to(self, listener: str) -> SaslLogin:
+        """Kafka's rule: the inter-broker mechanism is one the listener enables,
+        and the listener's JAAS config for it names this broker's user."""
+        key = "sasl.mechanism.inter.broker.protocol"
+        mechanism = self[key]
+        if mechanism not in self._sasl[listener].mechanisms:
+            raise ConfigError(
+                f"{key} must be included in sasl.enabled.mechanisms when SASL is used for "
+                "inter-broker communication",
+                key,
+                mechanism,
+            )
+        jaas_key, jaas = self._listener_key(listener, f"{mechanism.lower()}.sasl.jaas.config")
+        options = {} if jaas is None else parse_jaas_config(jaas)[0].options
+        if "username" not in options or "password" not in options:
+            raise ConfigError(
+                f"The broker's own {mechanism} credentials for inter-broker listener "
+                f"{listener} are missing: give {jaas_key} username and password options",
+                jaas_key,
+            )
+        return SaslLogin(mechanism, options["username"], options["password"])
 
     def _layered(self, key: str) -> Any:
         for layer in (self._dynamic_values, self._static_values):

@@ -81,6 +81,7 @@ _KEYS: list[ConfigKey] = [
     define_key("listener.security.protocol.map", S, DEFAULT_SECURITY_PROTOCOL_MAP, "Map of listener names to security protocols (NAME:PROTOCOL,...). Gregor serves PLAINTEXT and SASL_PLAINTEXT."),
     define_key("sasl.enabled.mechanisms", LS, ["GSSAPI"], "SASL mechanisms of SASL_PLAINTEXT listeners (per listener: listener.name.<listener>.sasl.enabled.mechanisms). Gregor serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, must be replaced."),
     define_key("sasl.server.max.receive.size", I, 524288, "The largest request a client may send on a SASL listener before it has authenticated.", at_least(1)),
+    define_key("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "The mechanism a broker logs in to another with when the inter-broker listener is a SASL one; its credentials are the username and password options of that listener's JAAS config for the mechanism."),
     define_key("inter.broker.listener.name", S, None, "Listener used between brokers (replication); by default the first broker listener."),
     define_key("num.network.threads", I, 3, "Accepted, unused (Gregor runs on one Trio event loop).", at_least(1), CLUSTER_WIDE),
     define_key("num.io.threads", I, 8, "Accepted, unused (Gregor runs on one Trio event loop).", at_least(1), CLUSTER_WIDE),
@@ -334,7 +335,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     sasl.login.refresh.min.period.seconds sasl.login.refresh.window.factor
     sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms
     sasl.login.retry.backoff.ms sasl.mechanism.controller.protocol
-    sasl.mechanism.inter.broker.protocol sasl.oauthbearer.assertion.algorithm
+    sasl.oauthbearer.assertion.algorithm
     sasl.oauthbearer.assertion.claim.aud sasl.oauthbearer.assertion.claim.exp.seconds
     sasl.oauthbearer.assertion.claim.iss sasl.oauthbearer.assertion.claim.jti.include
     sasl.oauthbearer.assertion.claim.nbf.seconds sasl.oauthbearer.assertion.claim.sub

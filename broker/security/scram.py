@@ -235,3 +235,47 @@ def _decode(message: bytes, exchange: ScramExchange) -> str:
         return message.decode()
     except UnicodeDecodeError:
         raise exchange.failure() from None
+
+
+class ScramClient:
+    """The client's side of one SCRAM login, for a broker logging in to
+    another: `first`, then `final` with the server's first message, then
+    `verify` the server's signature (a server that does not know the
+    password cannot make it)."""
+
+    def __init__(self, mechanism: ScramMechanism, username: str, password: str):
+        self.mechanism = mechanism
+        self._password = password
+        name = username.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = f"n={name},r={_server_nonce()}"
+        self._auth_message = b""
+        self._salted = b""
+
+    def first(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        failure = ScramError(f"Invalid SCRAM server first message: {server_first!r}")
+        try:
+            attrs = dict(part.split("=", 1) for part in server_first.decode().split(","))
+            nonce, salt, iterations = attrs["r"], base64.b64decode(attrs["s"]), int(attrs["i"])
+        except (KeyError, ValueError) as e:
+            raise failure from e
+        if not nonce.startswith(self._client_first_bare.split(",r=", 1)[1]):
+            raise failure
+        m = self.mechanism
+        self._salted = m.salted_password(self._password, salt, iterations)
+        without_proof = f"c=biws,r={nonce}"
+        self._auth_message = (
+            f"{self._client_first_bare},{server_first.decode()},{without_proof}".encode()
+        )
+        client_key = m.hmac(self._salted, b"Client Key")
+        signature = m.hmac(m.hash(client_key), self._auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        server_key = self.mechanism.hmac(self._salted, b"Server Key")
+        expected = b"v=" + base64.b64encode(self.mechanism.hmac(server_key, self._auth_message))
+        if not hmac.compare_digest(server_final, expected):
+            raise ScramError("The server's SCRAM signature does not match")

@@ -105,3 +105,72 @@ def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path,
             broker.stop()
     for broker in brokers:
         assert_no_traceback(broker)
+
+
+def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeeper):
+    # Followers fetch, and transaction markers reach the other broker, over
+    # the SASL listener: with min.insync.replicas=2 an acks=all write is
+    # acknowledged only once the follower, logged in as admin, has it.
+    chroot = f"/t{time.monotonic_ns()}/gregor"
+    settings = {
+        "zookeeper.connect": zookeeper.connect + chroot,
+        "zookeeper.session.timeout.ms": 4000,
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="admin" password="admin-secret" user_admin="admin-secret";'
+        ),
+        "default.replication.factor": 2,
+        "min.insync.replicas": 2,
+        "offsets.topic.replication.factor": 2,
+        "offsets.topic.num.partitions": 1,
+        "transaction.state.log.replication.factor": 2,
+        "transaction.state.log.min.isr": 2,
+        "transaction.state.log.num.partitions": 1,
+        "replica.fetch.wait.max.ms": 100,
+    }
+    brokers = [
+        GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
+        for n in (1, 2)
+    ]
+    try:
+        for broker in brokers:
+            broker.start()
+        login = {
+            "bootstrap.servers": ",".join(b.bootstrap for b in brokers),
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "admin",
+            "sasl.password": "admin-secret",
+        }
+        admin = AdminClient(login)
+        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
+        admin.create_topics([NewTopic("both", 2)])["both"].result(TIMEOUT)
+        producer = Producer({**login, "acks": "all", "transactional.id": "over-sasl"})
+        producer.init_transactions(TIMEOUT)
+        producer.begin_transaction()
+        for partition in (0, 1):
+            producer.produce("both", f"p{partition}".encode(), partition=partition)
+        producer.commit_transaction(TIMEOUT)
+        consumer = KafkaConsumer(
+            "both",
+            bootstrap_servers=[b.bootstrap for b in brokers],
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="admin",
+            sasl_plain_password="admin-secret",
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=10_000,
+        )
+        assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
+        consumer.close()
+        for broker in brokers:
+            assert "failed authentication" not in broker.log()
+    finally:
+        for broker in brokers:
+            broker.stop()
+    for broker in brokers:
+        assert_no_traceback(broker)

@@ -69,16 +69,31 @@ def test_a_sasl_listener_gregor_cannot_serve_is_refused_at_start(settings, messa
     assert message in str(info.value)
 
 
-def test_brokers_of_a_cluster_replicate_over_plaintext_only():
-    with pytest.raises(ConfigError, match="replicate over a PLAINTEXT listener only"):
-        sasl_config(
-            **{
-                "zookeeper.connect": "127.0.0.1:2181",
-                "inter.broker.listener.name": "SASL_PLAINTEXT",
-            }
-        )
-    # The first listener is the inter-broker one by default: a SASL one after
-    # it is fine, and so is a single node with only a SASL listener.
-    sasl_config(**{"zookeeper.connect": "127.0.0.1:2181"})
+def test_brokers_log_in_to_each_other_with_the_inter_broker_mechanism():
+    cluster = {
+        "zookeeper.connect": "127.0.0.1:2181",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+    }
+    # Kafka's default inter-broker mechanism (GSSAPI) is not enabled here.
+    with pytest.raises(ConfigError, match="must be included in sasl.enabled.mechanisms"):
+        sasl_config(**cluster)
+    # PLAIN_JAAS names the broker's own user (username, password options).
+    config = sasl_config(**cluster, **{"sasl.mechanism.inter.broker.protocol": "PLAIN"})
+    login = config.inter_broker_login
+    assert login is not None
+    assert (login.mechanism, login.username, login.password) == ("PLAIN", "admin", "admin-secret")
+    scram_without_user = {
+        **cluster,
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+    }
+    with pytest.raises(ConfigError, match="give listener.name.sasl_plaintext.scram-sha-512"):
+        sasl_config(**scram_without_user)
+    # A PLAINTEXT inter-broker listener (the first one, by default) needs no login,
+    # and neither does a single node.
+    assert sasl_config(**{"zookeeper.connect": "127.0.0.1:2181"}).inter_broker_login is None
     only_sasl = sasl_config(listeners="SASL_PLAINTEXT://127.0.0.1:0")
     assert only_sasl.listener_sasl("SASL_PLAINTEXT") is not None
+    assert only_sasl.inter_broker_login is None
