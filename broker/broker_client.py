@@ -44,12 +44,17 @@ class BrokerConnection:
         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
         self._ids = itertools.count(1)
         self._lock = trio.Lock()
+        # When the other broker's login ends (connections.max.reauth.ms), on
+        # trio's clock: the connection is made anew, and logs in again, first.
+        self._login_ends: float | None = None
 
     async def request(self, api_key: int, version: int, body, timeout: float = 30.0):
         """Send one request and return the decoded response body."""
         async with self._lock:
             try:
                 with trio.fail_after(timeout):
+                    if self._login_ends is not None and trio.current_time() >= self._login_ends:
+                        await self.close()
                     if self._stream is None:
                         self._stream = await trio.open_tcp_stream(self.host, self.port)
                         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
@@ -91,6 +96,7 @@ class BrokerConnection:
             )
         client = login.client()
         token: bytes | None = client.first()
+        lifetime = 0
         while token is not None:
             answer = await self._roundtrip(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
             if answer.error_code != ErrorCode.NONE:
@@ -98,6 +104,9 @@ class BrokerConnection:
                     f"login as {login.username} failed: {answer.error_message}"
                 )
             token = client.next(bytes(answer.auth_bytes))
+            lifetime = answer.session_lifetime_ms
+        # Renewed a little early, as clients do, so no request meets its end.
+        self._login_ends = trio.current_time() + 0.85 * lifetime / 1000 if lifetime > 0 else None
 
     async def _receive_frame(self) -> bytearray:
         assert self._stream is not None
@@ -121,6 +130,7 @@ class BrokerConnection:
             self._splitter.feed(data)
 
     async def close(self) -> None:
+        self._login_ends = None
         stream, self._stream = self._stream, None
         if stream is not None:
             with trio.CancelScope(shield=True):

@@ -12,7 +12,8 @@ What closes a connection (Kafka does the same): a frame larger than
 `socket.request.max.bytes`, a negative size, bytes that do not decode as a
 request, an unsupported version of any API but ApiVersions, and
 `connections.max.idle.ms` without a request (the broker's idle sweep, see
-`close_if_idle`). A handler that raises gets
+`close_if_idle`), and on a SASL listener what the login does not allow
+(`_before_login`, `_reauthenticate`; broker/security/sasl.py). A handler that raises gets
 UNKNOWN_SERVER_ERROR for that request only. Nothing a client sends stops the
 broker or another connection.
 """
@@ -108,6 +109,11 @@ class Connection:
         # the principal is who it logged in as.
         self.authenticator = authenticator
         self.principal: KafkaPrincipal = ANONYMOUS
+        # With connections.max.reauth.ms: the login that holds, when it ends
+        # (trio's clock), and when the last re-authentication began.
+        self._login: SaslAuthenticator | None = None
+        self._session_expires: float | None = None
+        self._reauthenticated_at: float | None = None
         max_frame = limits.socket_request_max_bytes
         if authenticator is not None:
             # Kafka's sasl.server.max.receive.size: before login a client may
@@ -330,6 +336,12 @@ class Connection:
             client_address=self.peer,
             principal=self.principal,
         )
+        if self._session_expires is not None and (
+            header.api_key == ApiKey.SASL_HANDSHAKE or trio.current_time() >= self._session_expires
+        ):
+            answer = self._reauthenticate(header, frame)
+            if answer is not None:
+                return answer
         try:
             response = await bound.call(ctx, body)
         except CloseConnection:
@@ -388,7 +400,10 @@ class Connection:
                 auth.state = auth.FAILED
                 return self._illegal_sasl_state(key, version, header.correlation_id)
             body = self._sasl_body(header, r)
-            response, close = auth.authenticate(body.auth_bytes)
+            try:
+                response, close = auth.authenticate(body.auth_bytes)
+            except AuthenticationFailed as e:
+                raise CloseConnection(f"SASL authentication failed: {e}") from None
         elif key == ApiKey.API_VERSIONS:
             if version not in HANDLERS[key].versions and auth.state == auth.VERSIONS_OR_HANDSHAKE:
                 # As Kafka: the client may ask again at a version we serve.
@@ -398,7 +413,10 @@ class Connection:
             raise CloseConnection(f"Unexpected Kafka request of type {name} during SASL handshake.")
         elif key == ApiKey.SASL_HANDSHAKE:
             body = self._sasl_body(header, r)
-            response, close = auth.handshake(version, body.mechanism)
+            try:
+                response, close = auth.handshake(version, body.mechanism)
+            except AuthenticationFailed as e:
+                raise CloseConnection(f"SASL authentication failed: {e}") from None
         else:
             raise CloseConnection(f"Unexpected Kafka request of type {name} during SASL handshake.")
         if close:
@@ -438,7 +456,25 @@ class Connection:
             self.principal = auth.principal
             self.authenticator = None
             self._splitter.max_frame_size = self.limits.socket_request_max_bytes
+            if auth.settings.max_reauth_ms > 0:
+                self._login = auth
+                self._session_expires = trio.current_time() + auth.settings.max_reauth_ms / 1000
             log.debug("%s logged in as %s", self.peer, self.principal)
+
+    def _reauthenticate(self, header: RequestHeader, frame: bytes | bytearray) -> list | None:
+        """A logged-in connection whose login expires (KIP-368), as Kafka
+        takes it: a SaslHandshake begins a new login (at most one a second;
+        sooner, the handler answers ILLEGAL_SASL_STATE), and any other request
+        once the login has expired closes the connection unanswered."""
+        if header.api_key != ApiKey.SASL_HANDSHAKE:
+            raise CloseConnection(f"the SASL login of {self.principal} expired")
+        now = trio.current_time()
+        if self._reauthenticated_at is not None and now - self._reauthenticated_at < 1.0:
+            return None
+        assert self._login is not None
+        self._reauthenticated_at = now
+        self.authenticator = self._login.reauthentication()
+        return self._before_login(frame)
 
     def _error_response(self, handler, header: RequestHeader, body) -> Any:
         code = ErrorCode.UNKNOWN_SERVER_ERROR

@@ -422,6 +422,7 @@ class BrokerConfig:
             mechanisms=tuple(mechanisms),
             plain_users=plain_users,
             max_receive_size=self["sasl.server.max.receive.size"],
+            max_reauth_ms=self["connections.max.reauth.ms"],
         )
 
     @property

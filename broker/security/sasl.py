@@ -42,6 +42,8 @@ class ListenerSasl:
     plain_users: Mapping[str, str] = field(default_factory=dict)
     # `sasl.server.max.receive.size`: the largest frame before login.
     max_receive_size: int = 524288
+    # `connections.max.reauth.ms`: how long a login lasts (0: the connection's life).
+    max_reauth_ms: int = 0
 
 
 class AuthenticationFailed(Exception):
@@ -62,14 +64,22 @@ class SaslAuthenticator:
     COMPLETE = "complete"
     FAILED = "failed"
 
-    def __init__(self, settings: ListenerSasl, scram_lookup: ScramLookup):
+    def __init__(
+        self,
+        settings: ListenerSasl,
+        scram_lookup: ScramLookup,
+        reauthenticating: tuple[KafkaPrincipal, str] | None = None,
+    ):
         self.settings = settings
         self._scram_lookup = scram_lookup
-        self.state = self.VERSIONS_OR_HANDSHAKE
+        # A login again on a logged-in connection (KIP-368): the principal
+        # and mechanism it must keep. It starts at the handshake.
+        self._reauthenticating = reauthenticating
+        self.state = self.VERSIONS_OR_HANDSHAKE if reauthenticating is None else self.HANDSHAKE
         self.principal: KafkaPrincipal | None = None
         # True after a v0 handshake: the next frames are bare tokens.
         self.raw_tokens = False
-        self._mechanism: str | None = None
+        self.mechanism: str | None = None
         self._scram: ScramExchange | None = None
         # Kafka lists its enabled mechanisms from a java.util.HashSet.
         self._listed = java_hash_order(settings.mechanisms)
@@ -95,17 +105,28 @@ class SaslAuthenticator:
             return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []}, True
         if mechanism not in self.settings.mechanisms:
             self.state = self.FAILED
+            if self._reauthenticating is not None:
+                # Kafka closes such a re-authentication without an answer.
+                raise AuthenticationFailed(f"Unsupported SASL mechanism {mechanism}")
             return {
                 "error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                 "mechanisms": self._listed,
             }, True
-        self._mechanism = mechanism
+        self.mechanism = mechanism
         self.state = self.AUTHENTICATE
         self.raw_tokens = version == 0
         return {"error_code": ErrorCode.NONE, "mechanisms": self._listed}, False
 
     def authenticate(self, auth_bytes: bytes) -> tuple[dict, bool]:
-        """The SaslAuthenticate answer, and whether the connection closes after it."""
+        """The SaslAuthenticate answer, and whether the connection closes after
+        it. AuthenticationFailed: close without an answer."""
+        if self._reauthenticating is not None and self.mechanism != self._reauthenticating[1]:
+            # Kafka lets the handshake name another mechanism, and then
+            # closes the connection at its first token.
+            self.state = self.FAILED
+            raise AuthenticationFailed(
+                f"re-authentication with {self.mechanism}, not {self._reauthenticating[1]}"
+            )
         try:
             challenge = self.evaluate(auth_bytes)
         except AuthenticationFailed as e:
@@ -119,7 +140,8 @@ class SaslAuthenticator:
             "error_code": ErrorCode.NONE,
             "error_message": "",
             "auth_bytes": challenge,
-            "session_lifetime_ms": 0,
+            # Told with the last step of the login, as Kafka tells it.
+            "session_lifetime_ms": self.settings.max_reauth_ms if self.complete else 0,
         }, False
 
     # --- the mechanisms ------------------------------------------------------------
@@ -136,11 +158,11 @@ class SaslAuthenticator:
             raise
 
     def _evaluate(self, token: bytes) -> bytes:
-        if self._mechanism == PLAIN:
+        if self.mechanism == PLAIN:
             self._plain(token)
             return b""
-        scram_mechanism = ScramMechanism.by_name(self._mechanism or "")
-        assert scram_mechanism is not None, self._mechanism
+        scram_mechanism = ScramMechanism.by_name(self.mechanism or "")
+        assert scram_mechanism is not None, self.mechanism
         try:
             if self._scram is None:
                 self._scram = ScramExchange(
@@ -179,8 +201,23 @@ class SaslAuthenticator:
             )
         self._succeed(username)
 
+    def reauthentication(self) -> SaslAuthenticator:
+        """A new login on this logged-in connection, which must keep its
+        principal and mechanism."""
+        assert self.principal is not None and self.mechanism is not None
+        return SaslAuthenticator(
+            self.settings, self._scram_lookup, (self.principal, self.mechanism)
+        )
+
     def _succeed(self, username: str) -> None:
-        self.principal = KafkaPrincipal("User", username)
+        principal = KafkaPrincipal("User", username)
+        if self._reauthenticating is not None and principal != self._reauthenticating[0]:
+            before = self._reauthenticating[0]
+            raise AuthenticationFailed(
+                "Cannot change principals during re-authentication from "
+                f"{before.type}.{before.name}: {principal.type}.{principal.name}"
+            )
+        self.principal = principal
         self.state = self.COMPLETE
         self.raw_tokens = False
 

@@ -110,7 +110,9 @@ def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path,
 def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeeper):
     # Followers fetch, and transaction markers reach the other broker, over
     # the SASL listener: with min.insync.replicas=2 an acks=all write is
-    # acknowledged only once the follower, logged in as admin, has it.
+    # acknowledged only once the follower, logged in as admin, has it. Logins
+    # last a second (connections.max.reauth.ms): each broker's connections to
+    # the other are made anew, and log in again, before theirs ends.
     chroot = f"/t{time.monotonic_ns()}/gregor"
     settings = {
         "zookeeper.connect": zookeeper.connect + chroot,
@@ -130,6 +132,7 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
         "transaction.state.log.min.isr": 2,
         "transaction.state.log.num.partitions": 1,
         "replica.fetch.wait.max.ms": 100,
+        "connections.max.reauth.ms": 1000,
     }
     brokers = [
         GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
@@ -167,8 +170,15 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
         )
         assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
         consumer.close()
+        # Acknowledged writes for three logins' worth of time.
+        acked = Producer({**login, "acks": "all"})
+        started = time.monotonic()
+        while time.monotonic() - started < 3:
+            acked.produce("both", b"more", partition=0)
+            assert acked.flush(TIMEOUT) == 0
         for broker in brokers:
             assert "failed authentication" not in broker.log()
+            assert "expired" not in broker.log()
     finally:
         for broker in brokers:
             broker.stop()

@@ -10,6 +10,7 @@ test_security.py runs those side by side).
 from __future__ import annotations
 
 import struct
+import time
 import uuid
 
 import pytest
@@ -26,7 +27,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from tests.integration.clients import wait_until
 from tests.support.clients import TIMEOUT, produce_ok
 from tests.support.gregor import GregorNode, assert_no_traceback
-from tests.support.raw import RawClient, raw_header, software
+from tests.support.raw import Closed, RawClient, raw_header, software
 from wire.api_keys import ApiKey
 from wire.error_codes import ErrorCode
 from wire.framing import encode_frame
@@ -406,3 +407,91 @@ def test_scram_credentials_are_altered_and_described_as_kafka_answers(broker):
         everyone = client.call(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
         names = {r.user for r in everyone.results}
         assert {alice, bert} <= names and not {"few", "twice", ""} & names
+
+
+# --- re-authentication (KIP-368) ---------------------------------------------------------
+
+REAUTH_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def reauth_sasl(tmp_path_factory):
+    """A broker whose logins last REAUTH_MS (connections.max.reauth.ms)."""
+    settings = {**SETTINGS, "connections.max.reauth.ms": REAUTH_MS}
+    node = GregorNode(tmp_path_factory.mktemp("reauth") / "data", settings).start()
+    yield node
+    node.stop()
+    assert_no_traceback(node)
+
+
+def plain_login(client: RawClient, name="alice", password="alice-secret"):
+    client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    return client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": plain_token(name, password)})
+
+
+def test_a_login_lasts_connections_max_reauth_ms_and_may_be_renewed(reauth_sasl):
+    sasl = f"127.0.0.1:{reauth_sasl.ports['SASL_PLAINTEXT']}"
+    with RawClient(sasl) as client:
+        assert plain_login(client).session_lifetime_ms == REAUTH_MS
+        # Logging in again on the same connection, at once, renews the login.
+        renewed = plain_login(client)
+        assert (renewed.error_code, renewed.session_lifetime_ms) == (ErrorCode.NONE, REAUTH_MS)
+        # Not twice within a second: the handshake is illegal then, and the
+        # connection stays.
+        again = client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        assert (again.error_code, again.mechanisms) == (ErrorCode.ILLEGAL_SASL_STATE, [])
+        assert client.call(ApiKey.METADATA, 12, {"topics": None}).brokers
+        # Without a new login, the first request after the login's end closes
+        # the connection unanswered.
+        deadline = time.monotonic() + 10 * REAUTH_MS / 1000
+        with pytest.raises(Closed):
+            while time.monotonic() < deadline:
+                client.call(ApiKey.METADATA, 12, {"topics": None})
+    assert reauth_sasl.wait_for_log("the SASL login of User:alice expired")
+
+
+@pytest.mark.parametrize(
+    ("handshake", "token", "answered"),
+    [
+        # Another user: refused with Kafka's message, then closed.
+        (
+            "PLAIN",
+            plain_token("admin", "admin-secret"),
+            "Cannot change principals during re-authentication from User.alice: User.admin",
+        ),
+        ("PLAIN", plain_token("alice", "wrong"), INVALID_PLAIN),
+        # Another mechanism: Kafka answers the handshake and closes at the token.
+        ("SCRAM-SHA-256", b"n,,n=alice,r=abc", None),
+    ],
+)
+def test_a_renewed_login_must_keep_its_user_and_mechanism(reauth_sasl, handshake, token, answered):
+    sasl = f"127.0.0.1:{reauth_sasl.ports['SASL_PLAINTEXT']}"
+    with RawClient(sasl) as client:
+        plain_login(client)
+        assert client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": handshake}).error_code == 0
+        if answered is None:
+            client.send(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+            assert client.wait_closed() == b""
+            return
+        answer = client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        assert (answer.error_code, answer.error_message) == (
+            ErrorCode.SASL_AUTHENTICATION_FAILED,
+            answered,
+        )
+        client.wait_closed()
+
+
+def test_librdkafka_renews_its_login_and_keeps_its_connection(reauth_sasl):
+    sasl = f"127.0.0.1:{reauth_sasl.ports['SASL_PLAINTEXT']}"
+    name = user()
+    set_scram(reauth_sasl.bootstrap, name, "pw", "SCRAM-SHA-512")
+    producer = Producer(confluent_login(sasl, "SCRAM-SHA-512", name, "pw"))
+    # Records for three logins' worth of time: each delivered on the same
+    # connections, renewed before they end.
+    started = time.monotonic()
+    sent = 0
+    while time.monotonic() - started < 3 * REAUTH_MS / 1000:
+        producer.produce("renewed", f"{sent}".encode(), partition=0)
+        sent += 1
+        assert producer.flush(TIMEOUT) == 0
+    assert f"the SASL login of User:{name} expired" not in reauth_sasl.log()
