@@ -10,6 +10,7 @@ before sending the next, which is what they need. Encoding and decoding are
 from __future__ import annotations
 
 import itertools
+import ssl
 import struct
 
 import trio
@@ -35,12 +36,20 @@ class BrokerConnection:
     """`login`: log in with these credentials once connected (the other
     broker's listener is a SASL one)."""
 
-    def __init__(self, host: str, port: int, client_id: str, login: SaslLogin | None = None):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str,
+        login: SaslLogin | None = None,
+        tls: ssl.SSLContext | None = None,
+    ):
         self.host = host
         self.port = port
         self.client_id = client_id
         self.login = login
-        self._stream: trio.SocketStream | None = None
+        self.tls = tls
+        self._stream: trio.SocketStream | trio.SSLStream | None = None
         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
         self._ids = itertools.count(1)
         self._lock = trio.Lock()
@@ -56,7 +65,13 @@ class BrokerConnection:
                     if self._login_ends is not None and trio.current_time() >= self._login_ends:
                         await self.close()
                     if self._stream is None:
-                        self._stream = await trio.open_tcp_stream(self.host, self.port)
+                        if self.tls is None:
+                            self._stream = await trio.open_tcp_stream(self.host, self.port)
+                        else:
+                            self._stream = await trio.open_ssl_over_tcp_stream(
+                                self.host, self.port, ssl_context=self.tls
+                            )
+                            await self._stream.do_handshake()
                         self._splitter = FrameSplitter(MAX_RESPONSE_BYTES)
                         if self.login is not None:
                             await self._log_in(self.login)
@@ -114,10 +129,13 @@ class BrokerConnection:
             frame = self._splitter.next_frame()
             if frame is not None:
                 return frame
-            target = self._splitter.receive_buffer()
+            # A TLS stream decrypts into its own buffers: fed as it comes.
+            direct = isinstance(self._stream, trio.SocketStream)
+            target = self._splitter.receive_buffer() if direct else None
             if target is not None:
                 # The rest of a large answer (a follower's Fetch) straight
                 # into its frame, copied once (wire/framing.py).
+                assert isinstance(self._stream, trio.SocketStream)
                 with target:
                     received = await self._stream.socket.recv_into(target)
                 if not received:
@@ -143,11 +161,19 @@ class BrokerConnections:
     a new connection). For requests that go to whichever broker leads
     something: transaction markers, verifications."""
 
-    def __init__(self, image, listener: str, client_id: str, login: SaslLogin | None = None):
+    def __init__(
+        self,
+        image,
+        listener: str,
+        client_id: str,
+        login: SaslLogin | None = None,
+        tls: ssl.SSLContext | None = None,
+    ):
         self._image = image  # () -> MetadataImage
         self._listener = listener
         self._client_id = client_id
         self._login = login
+        self._tls = tls
         self._connections: dict[tuple[int, str, int], BrokerConnection] = {}
 
     def to(self, node_id: int) -> BrokerConnection | None:
@@ -160,7 +186,7 @@ class BrokerConnections:
         connection = self._connections.get(key)
         if connection is None:
             connection = self._connections[key] = BrokerConnection(
-                endpoint.host, endpoint.port, self._client_id, self._login
+                endpoint.host, endpoint.port, self._client_id, self._login, self._tls
             )
         return connection
 

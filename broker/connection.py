@@ -100,6 +100,7 @@ class Connection:
         stream: trio.abc.Stream,
         listener: str,
         authenticator: SaslAuthenticator | None = None,
+        principal: KafkaPrincipal = ANONYMOUS,
     ):
         self.dispatcher = dispatcher
         self.limits = limits
@@ -108,7 +109,9 @@ class Connection:
         # On a SASL listener, until the client has logged in; then None, and
         # the principal is who it logged in as.
         self.authenticator = authenticator
-        self.principal: KafkaPrincipal = ANONYMOUS
+        # Who the client is before any SASL login: its TLS certificate's
+        # subject, or ANONYMOUS.
+        self.principal: KafkaPrincipal = principal
         # With connections.max.reauth.ms: the login that holds, when it ends
         # (trio's clock), and when the last re-authentication began.
         self._login: SaslAuthenticator | None = None
@@ -121,8 +124,10 @@ class Connection:
             max_frame = min(max_frame, authenticator.settings.max_receive_size)
         self._splitter = FrameSplitter(max_frame)
         try:
-            # Only socket streams have one; the AttributeError below covers the rest.
-            host, port = stream.socket.getpeername()[:2]  # type: ignore[attr-defined]
+            # Only socket streams have one (a TLS stream's is its transport's);
+            # the AttributeError below covers the rest.
+            sock = getattr(stream, "transport_stream", stream).socket  # type: ignore[union-attr]
+            host, port = sock.getpeername()[:2]
             self.peer = f"{host}:{port}"
         except (OSError, AttributeError):  # AttributeError: not a socket (tests' memory streams)
             self.peer = "?"
@@ -581,13 +586,16 @@ class Connection:
 
     async def _write_response(self, parts: list) -> None:
         if self._fd is None:
-            # An in-memory stream (tests): no descriptor to writev or sendfile to.
-            await self.stream.send_all(
-                b"".join(
-                    part if isinstance(part, bytes | bytearray | memoryview) else part.read_bytes()
-                    for part in parts
-                )
-            )
+            # A TLS stream (or a test's in-memory one): no descriptor to
+            # writev or sendfile to, so log ranges are read, in a worker
+            # thread (a read may wait for the disk), and sent encrypted.
+            chunks = [
+                part
+                if isinstance(part, bytes | bytearray | memoryview)
+                else await trio.to_thread.run_sync(part.read_bytes)
+                for part in parts
+            ]
+            await self.stream.send_all(b"".join(chunks))
             return
         rest = self._send_now(parts)
         while rest is not None:

@@ -19,6 +19,7 @@ retried after `replica.fetch.backoff.ms`.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,8 +49,10 @@ class FetcherSettings:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
-    # The broker's credentials when the listener is a SASL one.
+    # The broker's credentials when the listener is a SASL one, and its
+    # client side of TLS when it is a TLS one.
     login: SaslLogin | None = None
+    tls: ssl.SSLContext | None = None
 
 
 class ReplicaFetcher:
@@ -120,6 +123,7 @@ class ReplicaFetcher:
                 endpoint.port,
                 f"replica-fetcher-{self.node_id}",
                 self.settings.login,
+                self.settings.tls,
             )
             self._endpoint = address
         return self._connection

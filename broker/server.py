@@ -44,8 +44,10 @@ from broker.producer_id_manager import ProducerIdManager
 from broker.registry import RequestDispatcher
 from broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replica_manager import ReplicaManager
+from broker.request_context import ANONYMOUS
 from broker.security.sasl import SaslAuthenticator
 from broker.security.scram import ScramCredential, ScramMechanism
+from broker.security.tls import principal_of
 from broker.topic_configs import EffectiveTopicConfigs
 from broker.topics import TopicManager
 from broker.txn_markers import MarkerSender, MarkerWriter
@@ -108,6 +110,9 @@ class Broker:
                 high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             ),
         )
+        # This broker's client side of TLS to the others, if they listen with it.
+        settings_tls = config.inter_broker_tls
+        inter_broker_tls = None if settings_tls is None else settings_tls.client_context()
         self.replicas = ReplicaManager(
             self.node_id,
             self.logs,
@@ -125,6 +130,7 @@ class Broker:
                     backoff_ms=config["replica.fetch.backoff.ms"],
                     socket_timeout_ms=config["replica.socket.timeout.ms"],
                     login=config.inter_broker_login,
+                    tls=inter_broker_tls,
                 ),
                 lambda: self.metadata.image,
             ),
@@ -155,6 +161,7 @@ class Broker:
                     config.inter_broker_listener_name,
                     f"broker-{self.node_id}-txn-markers",
                     config.inter_broker_login,
+                    inter_broker_tls,
                 ),
             ),
         )
@@ -183,6 +190,7 @@ class Broker:
                         config.inter_broker_listener_name,
                         f"broker-{self.node_id}-txn-verify",
                         config.inter_broker_login,
+                        inter_broker_tls,
                     ),
                 ),
             )
@@ -191,6 +199,12 @@ class Broker:
             socket_request_max_bytes=config.socket_request_max_bytes,
             connections_max_idle_ms=config.connections_max_idle_ms,
         )
+        # Each TLS listener's server context, made once.
+        self._tls_contexts = {
+            name: tls.server_context()
+            for name, _, _ in config.listeners
+            if (tls := config.listener_tls(name)) is not None
+        }
         # (listener name, host, port) actually bound, in config order.
         self.bound: list[tuple[str, str, int]] = []
         self.stopping = False
@@ -271,9 +285,24 @@ class Broker:
                 )
             except OSError as e:  # the client already gone: run() ends it
                 log.debug("SO_SNDBUF not set: %s", e)
+        client: trio.abc.Stream = stream
+        principal = ANONYMOUS
+        tls = self._tls_contexts.get(listener)
+        if tls is not None:
+            secured = trio.SSLStream(stream, tls, server_side=True)
+            try:
+                # A client that never completes it is an idle connection.
+                with trio.fail_after(self.limits.connections_max_idle_ms / 1000):
+                    await secured.do_handshake()
+            except (trio.BrokenResourceError, trio.TooSlowError) as e:
+                log.info("TLS handshake with %s failed: %s", _peer(stream), e.__cause__ or e)
+                await stream.aclose()
+                return
+            principal = principal_of(secured.getpeercert(binary_form=True))
+            client = secured
         sasl = self.config.listener_sasl(listener)
         authenticator = None if sasl is None else SaslAuthenticator(sasl, self._scram_credential)
-        conn = Connection(self.dispatcher, self.limits, stream, listener, authenticator)
+        conn = Connection(self.dispatcher, self.limits, client, listener, authenticator, principal)
         self._connections.add(conn)
         try:
             await conn.run()
@@ -355,3 +384,11 @@ class Broker:
 def _client_host(host: str) -> str:
     # A wildcard bind is not an address a client can dial.
     return "localhost" if host in ("0.0.0.0", "::", "") else host
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "?"

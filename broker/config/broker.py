@@ -42,6 +42,7 @@ from broker.security.jaas import JaasConfigError, parse_jaas_config
 from broker.security.jaas import plain_users as plain_users_of
 from broker.security.login import SaslLogin
 from broker.security.sasl import PLAIN, SUPPORTED_MECHANISMS, ListenerSasl
+from broker.security.tls import TlsConfigError, TlsSettings
 
 _HOUR_MS = 60 * 60 * 1000
 _MINUTE_MS = 60 * 1000
@@ -93,6 +94,7 @@ class BrokerConfig:
         # Each SASL listener's settings, and the listener.name.* keys they
         # were read from (acted on, so not reported as ignored).
         self._sasl: dict[str, ListenerSasl] = {}
+        self._tls: dict[str, TlsSettings] = {}
         self._consumed: set[str] = set()
         self._inter_broker_login: SaslLogin | None = None
         self._validate()
@@ -282,16 +284,10 @@ class BrokerConfig:
                     "listeners",
                     lst.name,
                 )
-            if proto not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-                raise ConfigError(
-                    f"Invalid value {','.join(self['listeners'])} for configuration listeners: "
-                    f"listener {lst.name} uses security protocol {proto}; Gregor serves "
-                    "PLAINTEXT and SASL_PLAINTEXT only",
-                    "listeners",
-                    lst.name,
-                )
-            if proto == "SASL_PLAINTEXT":
+            if proto in ("SASL_PLAINTEXT", "SASL_SSL"):
                 self._sasl[lst.name] = self._listener_sasl(lst.name)
+            if proto in ("SSL", "SASL_SSL"):
+                self._tls[lst.name] = self._listener_tls(lst.name)
         if len(set(names)) != len(names):
             raise ConfigError(
                 f"Error creating broker listeners from '{shown}': "
@@ -330,6 +326,14 @@ class BrokerConfig:
         ibl = self["inter.broker.listener.name"]
         if not self.single_node and self.inter_broker_listener_name in self._sasl:
             self._inter_broker_login = self._login_to(self.inter_broker_listener_name)
+        if not self.single_node and self.inter_broker_listener_name in self._tls:
+            # This broker's own client side: made now, so a bad store stops start-up.
+            try:
+                self._tls[self.inter_broker_listener_name].client_context()
+            except TlsConfigError as e:
+                raise ConfigError(
+                    f"Inter-broker listener {self.inter_broker_listener_name}: {e}", e.key
+                ) from None
         if ibl is not None and ibl.upper() not in {lst.name for lst in self.listeners}:
             raise ConfigError(
                 f"Invalid value {ibl} for configuration inter.broker.listener.name: "
@@ -424,6 +428,34 @@ class BrokerConfig:
             max_receive_size=self["sasl.server.max.receive.size"],
             max_reauth_ms=self["connections.max.reauth.ms"],
         )
+
+    def listener_tls(self, name: str) -> TlsSettings | None:
+        """The listener's TLS settings; None for a listener without TLS."""
+        return self._tls.get(name.upper())
+
+    @property
+    def inter_broker_tls(self) -> TlsSettings | None:
+        """How this broker reaches the others, if their listener is a TLS one."""
+        return self._tls.get(self.inter_broker_listener_name)
+
+    def _listener_tls(self, listener: str) -> TlsSettings:
+        """Kafka's ssl.* keys, each overridden by listener.name.<listener>.ssl.*."""
+
+        def lookup(key: str) -> str | None:
+            prefixed, value = self._listener_key(listener, key)
+            if value is not None:
+                self._consumed.add(prefixed)
+                return value
+            if key in self.ignored:
+                self._consumed.add(key)
+            return self.ignored.get(key)
+
+        try:
+            settings = TlsSettings.from_config(lookup)
+            settings.server_context()  # a bad store stops start-up, with its reason
+        except TlsConfigError as e:
+            raise ConfigError(f"Listener {listener}: {e}", e.key) from None
+        return settings
 
     @property
     def inter_broker_login(self) -> SaslLogin | None:

@@ -17,8 +17,6 @@ from tests.broker.config.support import props
             "PLAINTEXT://localhost:9092,PLAINTEXT://localhost:9093",
             "Each listener must have a different name",
         ),
-        ("SSL://localhost:9093", "Gregor serves PLAINTEXT and SASL_PLAINTEXT only"),
-        ("SASL_SSL://localhost:9093", "Gregor serves PLAINTEXT and SASL_PLAINTEXT only"),
         ("PLAINTEXT://localhost:99999", "port 99999"),
         ("", "Configuration 'listeners' must not be empty"),
     ],
@@ -78,3 +76,9 @@ def test_bad_security_protocol_map_is_a_config_error():
         props("listener.security.protocol.map=PLAINTEXT:FOO")
     with pytest.raises(ConfigError, match="listener.security.protocol.map"):
         props("listener.security.protocol.map=PLAINTEXT")
+
+
+def test_a_tls_listener_without_a_keystore_is_a_config_error():
+    with pytest.raises(ConfigError, match="An SSL listener needs a keystore") as info:
+        props("listeners=SSL://localhost:9093")
+    assert info.value.key == "ssl.keystore.location"
