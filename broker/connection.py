@@ -115,6 +115,7 @@ class Connection:
         # With connections.max.reauth.ms: the login that holds, when it ends
         # (trio's clock), and when the last re-authentication began.
         self._login: SaslAuthenticator | None = None
+        self._login_failed = False
         self._session_expires: float | None = None
         self._reauthenticated_at: float | None = None
         max_frame = limits.socket_request_max_bytes
@@ -299,8 +300,13 @@ class Connection:
     async def handle_frame(self, frame: bytes | bytearray) -> list | None:
         """Handle one request; the encoded response as parts, or None (acks=0)."""
         if self.authenticator is not None:
+            settings = self.authenticator.settings
             answer = self._before_login(frame)
             if answer is not None:
+                if self._login_failed and settings.failed_authentication_delay_ms:
+                    # Kafka's KIP-306: the answer to a failed login (and the
+                    # close after it) waits, to slow down password guessing.
+                    await trio.sleep(settings.failed_authentication_delay_ms / 1000)
                 return answer
         r = Reader(frame)
         try:
@@ -432,6 +438,7 @@ class Connection:
                 response.get("error_message") or ErrorCode(response["error_code"]).name,
             )
             self._stop_requested = True
+            self._login_failed = True
         self._maybe_logged_in()
         return self._encode(key, version, header.correlation_id, response)
 

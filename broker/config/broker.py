@@ -427,6 +427,7 @@ class BrokerConfig:
             plain_users=plain_users,
             max_receive_size=self["sasl.server.max.receive.size"],
             max_reauth_ms=self["connections.max.reauth.ms"],
+            failed_authentication_delay_ms=self["connection.failed.authentication.delay.ms"],
         )
 
     def listener_tls(self, name: str) -> TlsSettings | None:

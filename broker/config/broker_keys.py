@@ -100,6 +100,7 @@ _KEYS: list[ConfigKey] = [
     # was applied.
     define_key("socket.listen.backlog.size", I, 4096, "Maximum number of pending connections on a listening socket (Gregor's default 4096, Kafka's 50; Linux caps it at net.core.somaxconn).", at_least(1)),
     define_key("connections.max.idle.ms", L, 600000, "Idle connections are closed after this many milliseconds."),
+    define_key("connection.failed.authentication.delay.ms", I, 100, "How long the answer to a failed SASL login waits before it is sent and the connection closed (KIP-306), to slow down guessing.", at_least(0)),
     define_key("connections.max.reauth.ms", L, 0, "How long a SASL login lasts (0: as long as its connection); a client logs in again on the same connection before then (KIP-368), or the connection is closed at its next request.", at_least(0)),
     define_key("queued.max.requests", I, 500, "Accepted, unused (Gregor handles the requests of a connection one at a time, in order).", at_least(1)),
     define_key("request.timeout.ms", I, 30000, "Timeout of the broker's own requests to other brokers."),
@@ -241,7 +242,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
     alter.log.dirs.replication.quota.window.size.seconds authorizer.class.name
     auto.include.jmx.reporter background.threads
     broker.heartbeat.interval.ms broker.id.generation.enable broker.session.timeout.ms
-    client.quota.callback.class config.providers connection.failed.authentication.delay.ms
+    client.quota.callback.class config.providers
     control.plane.listener.name controlled.shutdown.enable
     controlled.shutdown.max.retries controlled.shutdown.retry.backoff.ms
     controller.performance.always.log.threshold.ms controller.performance.sample.period.ms

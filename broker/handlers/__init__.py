@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from broker.fetch_sessions import FetchSessionCache
 from broker.handlers.api_versions import ApiVersionsHandler
+from broker.handlers.client_quotas import ClientQuotasHandler
 from broker.handlers.configs import ConfigsHandler
 from broker.handlers.describe_cluster import DescribeClusterHandler
 from broker.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
@@ -67,5 +68,6 @@ def build_handlers(
         ProducerIdsHandler(producer_ids, txns),
         TransactionsHandler(txns, groups, metadata, markers, replicas, producer_ids),
         SaslHandler(),
+        ClientQuotasHandler(),
         ScramCredentialsHandler(metadata, controller),
     ]

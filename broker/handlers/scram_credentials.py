@@ -60,7 +60,8 @@ class ScramCredentialsHandler:
             twice = {n for n in wanted if names.count(n) > 1}
         results = []
         for user in java_hash_order(wanted):
-            result = {"user": user, "error_code": ErrorCode.NONE, "error_message": None}
+            # Kafka's success message is "" here (and null in alterations).
+            result = {"user": user, "error_code": ErrorCode.NONE, "error_message": ""}
             infos = _credential_infos(image.user_config(user))
             if user in twice:
                 result["error_code"] = ErrorCode.DUPLICATE_RESOURCE
@@ -78,7 +79,7 @@ class ScramCredentialsHandler:
         return {
             "throttle_time_ms": 0,
             "error_code": ErrorCode.NONE,
-            "error_message": None,
+            "error_message": "",
             "results": results,
         }
 

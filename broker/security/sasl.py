@@ -44,6 +44,8 @@ class ListenerSasl:
     max_receive_size: int = 524288
     # `connections.max.reauth.ms`: how long a login lasts (0: the connection's life).
     max_reauth_ms: int = 0
+    # `connection.failed.authentication.delay.ms`: a failed login's answer waits this long.
+    failed_authentication_delay_ms: int = 100
 
 
 class AuthenticationFailed(Exception):

@@ -621,3 +621,59 @@ def test_kafka_configs_tool_broker_configs_survive_a_restart(gregor):
     assert "InvalidRequestException: Cannot update these configs dynamically: [num.partitions]" in (
         refused.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("components", "code", "message"),
+    [
+        ([], ErrorCode.NONE, ""),
+        ([{"entity_type": "user", "match_type": 0, "match": "alice"}], ErrorCode.NONE, ""),
+        ([{"entity_type": "ip", "match_type": 2, "match": None}], ErrorCode.NONE, ""),
+        (
+            [{"entity_type": "foo", "match_type": 0, "match": "x"}],
+            ErrorCode.UNSUPPORTED_VERSION,
+            "Unsupported entity type foo",
+        ),
+        (
+            [{"entity_type": "user", "match_type": 5, "match": "x"}],
+            ErrorCode.INVALID_REQUEST,
+            "Unknown match type 5",
+        ),
+        (
+            [{"entity_type": "user", "match_type": 0, "match": None}],
+            ErrorCode.INVALID_REQUEST,
+            "Request specified MATCH_TYPE_EXACT, but set match string to null.",
+        ),
+        (
+            [
+                {"entity_type": "user", "match_type": 0, "match": "a"},
+                {"entity_type": "user", "match_type": 0, "match": "b"},
+            ],
+            ErrorCode.INVALID_REQUEST,
+            "Entity type user cannot appear more than once in the filter.",
+        ),
+        (
+            [
+                {"entity_type": "ip", "match_type": 0, "match": "1.2.3.4"},
+                {"entity_type": "user", "match_type": 0, "match": "b"},
+            ],
+            ErrorCode.INVALID_REQUEST,
+            "Invalid entity filter component combination. IP filter component should not be "
+            "used with user or clientId filter component.",
+        ),
+    ],
+)
+def test_describe_client_quotas_checks_the_filter_and_finds_no_quotas(
+    broker, components, code, message
+):
+    # Kafka 4.3.1's answers to the same filters; Gregor keeps no quotas, so a
+    # valid filter matches nothing (kafka-configs --describe asks for them).
+    for version in (0, 1):
+        answer = kafka_request(
+            broker.bootstrap,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS,
+            version,
+            {"components": components, "strict": False},
+        )
+        assert (answer.error_code, answer.error_message) == (code, message)
+        assert answer.entries == ([] if code == ErrorCode.NONE else None)

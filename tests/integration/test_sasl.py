@@ -284,6 +284,18 @@ def test_a_failed_plain_login_is_answered_then_closed(sasl, token, message):
         client.wait_closed()
 
 
+def test_a_failed_login_is_answered_after_the_failed_authentication_delay(sasl):
+    # connection.failed.authentication.delay.ms (100 ms by default, KIP-306)
+    # slows down password guessing; a good login is answered at once.
+    with RawClient(sasl) as client:
+        client.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        started = time.monotonic()
+        answer = client.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": plain_token("alice", "x")})
+        assert time.monotonic() - started >= 0.1
+        assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        client.wait_closed()
+
+
 def test_after_login_sasl_requests_are_illegal_and_the_connection_stays(broker, sasl):
     for address in (sasl, broker.bootstrap):
         with RawClient(address) as client:
@@ -391,7 +403,7 @@ def test_scram_credentials_are_altered_and_described_as_kafka_answers(broker):
             for r in described.results
         }
         assert by_user == {
-            alice: (ErrorCode.NONE, None, [(1, 4096)]),
+            alice: (ErrorCode.NONE, "", [(1, 4096)]),
             "nobody": (
                 ErrorCode.RESOURCE_NOT_FOUND,
                 "Attempt to describe a user credential that does not exist: nobody",
