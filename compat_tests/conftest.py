@@ -12,6 +12,12 @@ and replication factors against it), auto.create.topics.enable=true,
 num.partitions=1, log.retention.check.interval.ms=1000,
 group.initial.rebalance.delay.ms=0, group.min.session.timeout.ms=1000.
 
+test_security.py also needs the broker's SASL_PLAINTEXT listener
+(--sasl-bootstrap; compat_tests/run.py passes it): mechanisms PLAIN,
+SCRAM-SHA-256 and SCRAM-SHA-512, PLAIN users alice/alice-secret and
+admin/admin-secret (runner/launcher.py's SASL_SETTINGS). Without it the tests
+that use the `sasl_bootstrap` fixture are deselected, and say so.
+
 compat_tests/cluster/ runs beside that broker on a three-node cluster of the
 same kind that its conftest starts (--cluster-kind, which compat_tests/run.py
 passes): replicated topics, a leader killed under acks=all, min ISR, and
@@ -61,6 +67,12 @@ def pytest_addoption(parser):
         help="the broker under test (host:port); default: $COMPAT_BOOTSTRAP_SERVERS",
     )
     group.addoption(
+        "--sasl-bootstrap",
+        default=os.environ.get("COMPAT_SASL_BOOTSTRAP"),
+        help="the broker's SASL_PLAINTEXT listener (host:port); default: $COMPAT_SASL_BOOTSTRAP; "
+        "without it the tests that need it are deselected, and say so",
+    )
+    group.addoption(
         "--cluster-kind",
         choices=("kafka", "gregor"),
         default=os.environ.get("COMPAT_CLUSTER_KIND"),
@@ -100,6 +112,13 @@ def pytest_collection_modifyitems(config, items):
             items[:] = [i for i in items if i not in clustered]
             compat = [i for i in compat if i not in clustered]
             print(f"\ncompat: {len(clustered)} cluster tests deselected: they need --cluster-kind")
+    if not config.getoption("--sasl-bootstrap"):
+        needs_sasl = [i for i in compat if "sasl_bootstrap" in getattr(i, "fixturenames", ())]
+        if needs_sasl:
+            config.hook.pytest_deselected(items=needs_sasl)
+            items[:] = [i for i in items if i not in needs_sasl]
+            compat = [i for i in compat if i not in needs_sasl]
+            print(f"\ncompat: {len(needs_sasl)} SASL tests deselected: they need --sasl-bootstrap")
     for item in compat:
         client = item.get_closest_marker("client")
         if client is None or client.args[0] not in CLIENTS:
@@ -173,12 +192,21 @@ def pytest_sessionstart(session):
 
 
 def pytest_report_header(config):
-    return f"compat broker: {config.getoption('--bootstrap-servers')}"
+    return (
+        f"compat broker: {config.getoption('--bootstrap-servers')}, "
+        f"SASL listener: {config.getoption('--sasl-bootstrap')}"
+    )
 
 
 @pytest.fixture(scope="session")
 def bootstrap(pytestconfig) -> str:
     return pytestconfig.getoption("--bootstrap-servers")
+
+
+@pytest.fixture(scope="session")
+def sasl_bootstrap(pytestconfig) -> str:
+    """The broker's SASL_PLAINTEXT listener (tests using it are deselected without one)."""
+    return pytestconfig.getoption("--sasl-bootstrap")
 
 
 @pytest.fixture

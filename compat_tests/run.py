@@ -5,6 +5,9 @@
     python compat_tests/run.py -k fetch        # only some compat tests (the real suites still run)
     python compat_tests/run.py --target kafka=127.0.0.1:9092 --target gregor=127.0.0.1:9093
                                                # brokers that already run (none is started)
+    python compat_tests/run.py --target kafka=127.0.0.1:9092 --sasl-target kafka=127.0.0.1:9094 ...
+                                               # and their SASL_PLAINTEXT listeners (without
+                                               # one, the tests that need it are deselected)
     python compat_tests/run.py --sequential    # one target after the other (slower)
     python compat_tests/run.py -- -x -vv       # extra pytest arguments after --
     python compat_tests/run.py --no-real-suites
@@ -12,7 +15,8 @@
 
 It starts a single-node Apache Kafka (tools/run_kafka.py) and a Gregor
 (tools/run_gregor.py) with the same settings (runner/launcher.py's
-BROKER_SETTINGS), builds the franz-go
+BROKER_SETTINGS, and a SASL_PLAINTEXT listener beside PLAINTEXT with
+SASL_SETTINGS, which pytest gets as --sasl-bootstrap), builds the franz-go
 client, runs `pytest compat_tests` against each broker (in parallel by default;
 each writes JUnit XML and a JSON-lines result file under .cache/compat/), then
 prints the matrix test x target and writes it to compat_tests/REPORT.md.
@@ -79,6 +83,13 @@ def parse_args(argv):
         help="use a running broker instead of starting one (kafka=..., gregor=...)",
     )
     ap.add_argument(
+        "--sasl-target",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="the SASL_PLAINTEXT listener of a --target broker (kafka=..., gregor=...)",
+    )
+    ap.add_argument(
         "--only", choices=ORDER, action="append", help="run against this target only (repeatable)"
     )
     ap.add_argument("--sequential", action="store_true", help="one target after the other")
@@ -97,16 +108,24 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     t_start = time.monotonic()
-    given = {}
-    for item in args.target:
-        name, sep, addr = item.partition("=")
-        if not sep or name not in ORDER:
-            print(
-                f"compat: --target needs kafka=HOST:PORT or gregor=HOST:PORT, got {item!r}",
-                file=sys.stderr,
-            )
-            return 2
-        given[name] = addr
+    given: dict[str, str] = {}
+    given_sasl: dict[str, str] = {}
+    for option, items, into in (
+        ("--target", args.target, given),
+        ("--sasl-target", args.sasl_target, given_sasl),
+    ):
+        for item in items:
+            name, sep, addr = item.partition("=")
+            if not sep or name not in ORDER:
+                print(
+                    f"compat: {option} needs kafka=HOST:PORT or gregor=HOST:PORT, got {item!r}",
+                    file=sys.stderr,
+                )
+                return 2
+            into[name] = addr
+    if set(given_sasl) - set(given):
+        print("compat: --sasl-target is for a broker given with --target", file=sys.stderr)
+        return 2
     targets = args.only or ORDER
 
     try:
@@ -126,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         "broker settings (both)": ", ".join(
             f"`{k}={v}`" for k, v in launcher.BROKER_SETTINGS.items()
         ),
+        "SASL listener (both)": f"`{launcher.SASL_LISTENER}` beside `PLAINTEXT`, "
+        + ", ".join(
+            f"`{k}={v}`"
+            for k, v in launcher.SASL_SETTINGS.items()
+            if not k.endswith(".sasl.jaas.config")
+        )
+        + f", PLAIN users {', '.join(launcher.PLAIN_USERS)}",
         "logs": f"`{os.path.relpath(OUT_DIR, REPO)}/` (pytest output per target, broker logs)",
     }
     brokers.start(
@@ -143,26 +169,34 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kafka.start_seconds:.1f} s (format {kafka.format_seconds:.1f} s)"
             )
             print(
-                f"compat: Apache Kafka {run_kafka.KAFKA_VERSION} at {kafka.bootstrap} "
-                f"(ready in {kafka.start_seconds:.1f}s)",
+                f"compat: Apache Kafka {run_kafka.KAFKA_VERSION} at {kafka.bootstrap}, "
+                f"SASL at {launcher.sasl_bootstrap(kafka)} (ready in {kafka.start_seconds:.1f}s)",
                 flush=True,
             )
         if gregor is not None:
             info["Gregor start"] = f"{gregor.start_seconds:.1f} s"
             print(
-                f"compat: Gregor at {gregor.bootstrap} (ready in {gregor.start_seconds:.1f}s)",
+                f"compat: Gregor at {gregor.bootstrap}, SASL at {launcher.sasl_bootstrap(gregor)} "
+                f"(ready in {gregor.start_seconds:.1f}s)",
                 flush=True,
             )
         addresses = dict(given)
+        sasl_addresses: dict[str, str | None] = dict(given_sasl)
         if kafka is not None:
             addresses["kafka"] = kafka.bootstrap
+            sasl_addresses["kafka"] = launcher.sasl_bootstrap(kafka)
         if gregor is not None:
             addresses["gregor"] = gregor.bootstrap
+            sasl_addresses["gregor"] = launcher.sasl_bootstrap(gregor)
 
         pytest_args = list(args.pytest_args)
         if args.keyword:
             pytest_args += ["-k", args.keyword]
-        runs = [orchestrate.target_run(name, addresses[name]) for name in ORDER if name in targets]
+        runs = [
+            orchestrate.target_run(name, addresses[name], sasl_addresses.get(name))
+            for name in ORDER
+            if name in targets
+        ]
         print(
             f"compat: running the suite against {', '.join(r.name for r in runs)}"
             f"{' one after the other' if args.sequential else ' in parallel'}; "

@@ -10,6 +10,11 @@ or a cluster of them (KafkaCluster: a static KRaft quorum, every node broker and
         node.bootstrap          # "127.0.0.1:40123"
         node.start_seconds      # format + start until it answers, in seconds
 
+sasl_port (0: a free one) adds a SASL_PLAINTEXT listener named SASL_PLAINTEXT
+(node.sasl_bootstrap) beside PLAINTEXT, which stays the inter-broker listener;
+its mechanisms and JAAS configs come with the overrides
+(sasl.enabled.mechanisms, listener.name.sasl_plaintext.<mechanism>.sasl.jaas.config).
+
 The node uses the Apache Kafka jars of tools/kafka_jars.py (`make clients`) and
 runs through tools/kafka_cli.py: `kafka-storage format --standalone` formats a
 fresh log directory in a temporary folder (a dynamic KRaft quorum of one:
@@ -221,12 +226,17 @@ class KafkaNode:
         as_shipped: bool = False,
         voters: str | None = None,
         cluster_id: str | None = None,
+        sasl_port: int | None = None,
     ):
         self.host = host
         self.port = port or free_port(host)
         self.controller_port = controller_port or free_port(host)
         while self.controller_port == self.port:
             self.controller_port = free_port(host)
+        # The SASL_PLAINTEXT listener's port, None without one.
+        self.sasl_port = sasl_port
+        while self.sasl_port is not None and self.sasl_port in (0, self.port, self.controller_port):
+            self.sasl_port = free_port(host)
         self.node_id = node_id
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         self._given_dir = Path(directory) if directory else None
@@ -251,6 +261,11 @@ class KafkaNode:
         return f"{self.host}:{self.port}"
 
     @property
+    def sasl_bootstrap(self) -> str | None:
+        """The SASL_PLAINTEXT listener's address, if the node has one."""
+        return None if self.sasl_port is None else f"{self.host}:{self.sasl_port}"
+
+    @property
     def log_path(self) -> Path:
         assert self.dir is not None
         return self.dir / "kafka.log"
@@ -262,6 +277,13 @@ class KafkaNode:
 
     def properties(self) -> dict[str, str]:
         assert self.dir is not None
+        listeners = (
+            f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
+        )
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        if self.sasl_port is not None:
+            listeners += f",SASL_PLAINTEXT://{self.host}:{self.sasl_port}"
+            protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
@@ -270,15 +292,11 @@ class KafkaNode:
                 if self.voters
                 else {"controller.quorum.bootstrap.servers": f"{self.host}:{self.controller_port}"}
             ),
-            "listeners": (
-                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
-            ),
-            "advertised.listeners": (
-                f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}"
-            ),
+            "listeners": listeners,
+            "advertised.listeners": listeners,
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
             "log.dirs": str(self.dir / "data"),
             **DEFAULTS,
         }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -168,6 +169,39 @@ class Connection:
                 raise ConnectionError("connection closed by the broker")
             buf += chunk
         return bytes(buf)
+
+    def send_frame(self, payload: bytes) -> None:
+        """`payload` framed by its size alone, no request header: a SASL token
+        after a SaslHandshake v0 (Kafka's unframed SASL)."""
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+    def receive_frame(self) -> bytes:
+        """One size-framed answer as it is (an unframed SASL token's reply)."""
+        size = struct.unpack(">i", self._exact(4))[0]
+        return self._exact(size)
+
+    def closed_by_broker(self, timeout: float = 10.0) -> bytes:
+        """Wait until the broker closes the connection: the bytes it sent
+        before (b"" for none); AssertionError if it is still open after `timeout`."""
+        deadline = time.monotonic() + timeout
+        got = bytearray()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(
+                    f"the broker kept the connection open for {timeout:.0f} s "
+                    f"(and sent {bytes(got)!r})"
+                )
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            except ConnectionResetError:
+                return bytes(got)
+            if not chunk:
+                return bytes(got)
+            got += chunk
 
 
 # --- ApiVersions ---------------------------------------------------------------
@@ -616,3 +650,115 @@ def alter_partition_reassignment_v1(
     assert r.uvarint() == 2
     assert r.int32() == partition
     return allowed, r.int16(), r.compact_string()
+
+
+# --- SASL: SaslHandshake, SaslAuthenticate, SCRAM credentials --------------------------
+
+
+def sasl_handshake(conn: Connection, mechanism: str, version: int = 1) -> tuple[int, list[str]]:
+    """SaslHandshake v0/v1: (error code, the broker's enabled mechanisms)."""
+    r = conn.request(17, version, _string(mechanism))
+    error = r.int16()
+    return error, [r.string() for _ in range(r.int32())]
+
+
+@dataclass
+class SaslAuthenticated:
+    """A SaslAuthenticate answer (session_lifetime_ms from v1 on)."""
+
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes | None
+    session_lifetime_ms: int | None = None
+
+
+def sasl_authenticate(conn: Connection, auth_bytes: bytes, version: int = 2) -> SaslAuthenticated:
+    """SaslAuthenticate v0-v2 (v2 flexible) carrying `auth_bytes`."""
+    flexible = version >= 2
+    if flexible:
+        body = _compact_bytes(auth_bytes) + b"\x00"
+    else:
+        body = struct.pack(">i", len(auth_bytes)) + auth_bytes
+    r = conn.request(36, version, body, flexible_header=flexible, response_flexible_header=flexible)
+    error = r.int16()
+    if flexible:
+        message = r.compact_string()
+        n = r.uvarint() - 1
+    else:
+        message = r.string()
+        n = r.int32()
+    data = None if n < 0 else r.data[r.pos : r.pos + n]
+    r.pos += max(n, 0)
+    return SaslAuthenticated(error, message, data, r.int64() if version >= 1 else None)
+
+
+@dataclass
+class ScramUserResult:
+    """One user's part of a Describe/AlterUserScramCredentials answer;
+    credentials [(mechanism, iterations)] in the broker's order (describe only)."""
+
+    user: str
+    error_code: int
+    error_message: str | None
+    credentials: list[tuple[int, int]] | None = None
+
+
+def describe_user_scram_credentials(
+    conn: Connection, users: list[str] | None
+) -> tuple[int, str | None, list[ScramUserResult]]:
+    """DescribeUserScramCredentials v0 for `users` (None: all):
+    (top-level error code, its message, the results in the broker's order)."""
+    if users is None:
+        body = b"\x00"
+    else:
+        body = _uvarint(len(users) + 1) + b"".join(_compact_string(u) + b"\x00" for u in users)
+    r = conn.request(50, 0, body + b"\x00", flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    error, message = r.int16(), r.compact_string()
+    results = []
+    for _ in range(r.uvarint() - 1):
+        user, user_error, user_message = r.compact_string(), r.int16(), r.compact_string()
+        credentials = []
+        for _ in range(r.uvarint() - 1):
+            mechanism, iterations = r.int8(), r.int32()
+            r.skip_tagged_fields()
+            credentials.append((mechanism, iterations))
+        r.skip_tagged_fields()
+        results.append(ScramUserResult(user, user_error, user_message, credentials))
+    return error, message, results
+
+
+def alter_user_scram_credentials(
+    conn: Connection,
+    deletions: Sequence[tuple[str, int]] = (),
+    upsertions: Sequence[tuple[str, int, int, bytes, bytes]] = (),
+) -> list[ScramUserResult]:
+    """AlterUserScramCredentials v0: deletions (user, mechanism) and upsertions
+    (user, mechanism, iterations, salt, salted password); the per-user results
+    in the broker's order. Mechanism 1 is SCRAM-SHA-256, 2 SCRAM-SHA-512."""
+    body = _uvarint(len(deletions) + 1)
+    for user, mechanism in deletions:
+        body += _compact_string(user) + struct.pack(">b", mechanism) + b"\x00"
+    body += _uvarint(len(upsertions) + 1)
+    for user, mechanism, iterations, salt, salted_password in upsertions:
+        body += _compact_string(user) + struct.pack(">bi", mechanism, iterations)
+        body += _compact_bytes(salt) + _compact_bytes(salted_password) + b"\x00"
+    r = conn.request(51, 0, body + b"\x00", flexible_header=True, response_flexible_header=True)
+    r.int32()  # throttle
+    results = []
+    for _ in range(r.uvarint() - 1):
+        results.append(ScramUserResult(r.compact_string(), r.int16(), r.compact_string()))
+        r.skip_tagged_fields()
+    return results
+
+
+def metadata_v1(conn: Connection) -> tuple[list[tuple[int, str, int]], int, int]:
+    """Metadata v1 for no topic: (brokers [(node id, host, port)], controller id,
+    the number of topics answered)."""
+    r = conn.request(3, 1, struct.pack(">i", 0))
+    brokers = []
+    for _ in range(r.int32()):
+        node_id, host, port = r.int32(), r.string(), r.int32()
+        r.string()  # rack
+        brokers.append((node_id, host, port))
+    return brokers, r.int32(), r.int32()

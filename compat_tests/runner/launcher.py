@@ -2,7 +2,9 @@
 
 Apache Kafka through tools/run_kafka.py's KafkaNode, Gregor through
 tools/run_gregor.py's GregorNode, both on free loopback ports with
-BROKER_SETTINGS (bench/ starts its brokers here too).
+BROKER_SETTINGS (bench/ starts its brokers here too). With sasl=True (the
+compatibility run's brokers) each also listens on a SASL_PLAINTEXT listener
+named SASL_PLAINTEXT with SASL_SETTINGS; PLAINTEXT stays the main listener.
 """
 
 from __future__ import annotations
@@ -33,17 +35,45 @@ BROKER_SETTINGS = {
 # Kafka only: retention checks start 30 s after startup unless told otherwise.
 KAFKA_ONLY = {"log.initial.task.delay.ms": "0"}
 
+# The SASL_PLAINTEXT listener of a compatibility run (compat_tests/test_security.py):
+# PLAIN users alice and admin, SCRAM credentials created by the tests.
+SASL_LISTENER = "SASL_PLAINTEXT"
+PLAIN_USERS = {"alice": "alice-secret", "admin": "admin-secret"}
+_SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+SASL_SETTINGS = {
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{user}="{password}"' for user, password in PLAIN_USERS.items())
+        + ";"
+    ),
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": _SCRAM_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _SCRAM_JAAS,
+}
+
 GREGOR_START_TIMEOUT = 60.0
 
 
-def gregor_node(workdir: Path, overrides: dict[str, str] | None = None) -> run_gregor.GregorNode:
+def gregor_node(
+    workdir: Path, overrides: dict[str, str] | None = None, *, sasl: bool = False
+) -> run_gregor.GregorNode:
     """`gregor serve` on a free port with BROKER_SETTINGS (and `overrides`, which win):
-    data in workdir/data, its output in workdir/gregor.log. Not started."""
+    data in workdir/data, its output in workdir/gregor.log. Not started.
+    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap())."""
     port = run_kafka.free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{port}"
+    sasl_settings: dict[str, str] = {}
+    if sasl:
+        sasl_port = run_kafka.free_port()
+        while sasl_port == port:
+            sasl_port = run_kafka.free_port()
+        listeners += f",{SASL_LISTENER}://127.0.0.1:{sasl_port}"
+        sasl_settings = {"listeners": listeners, **SASL_SETTINGS}
     settings = {
         # As tools/run_kafka.py gives Kafka: the same static setting on both sides
         # (kafka-python's suite checks its DescribeConfigs source).
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "advertised.listeners": listeners,
+        **sasl_settings,
         **BROKER_SETTINGS,
         **(overrides or {}),
     }
@@ -57,11 +87,23 @@ def gregor_node(workdir: Path, overrides: dict[str, str] | None = None) -> run_g
 
 
 def kafka_node(
-    workdir: Path, overrides: dict[str, str] | None = None, **kwargs
+    workdir: Path, overrides: dict[str, str] | None = None, *, sasl: bool = False, **kwargs
 ) -> run_kafka.KafkaNode:
-    """Apache Kafka with BROKER_SETTINGS, KAFKA_ONLY and `overrides`. Not started."""
-    settings = {**BROKER_SETTINGS, **KAFKA_ONLY, **(overrides or {})}
+    """Apache Kafka with BROKER_SETTINGS, KAFKA_ONLY and `overrides`. Not started.
+    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap())."""
+    settings = {**(SASL_SETTINGS if sasl else {}), **BROKER_SETTINGS, **KAFKA_ONLY}
+    settings.update(overrides or {})
+    if sasl:
+        kwargs.setdefault("sasl_port", 0)
     return run_kafka.KafkaNode(overrides=settings, directory=workdir, **kwargs)
+
+
+def sasl_bootstrap(node: run_kafka.KafkaNode | run_gregor.GregorNode) -> str | None:
+    """The started node's SASL_PLAINTEXT listener (host:port), None if it has none."""
+    if isinstance(node, run_kafka.KafkaNode):
+        return node.sasl_bootstrap
+    port = node.ports.get(SASL_LISTENER)
+    return None if port is None else f"{node.host}:{port}"
 
 
 class Brokers:
@@ -88,12 +130,12 @@ class Brokers:
 
     def _start_kafka(self) -> None:
         try:
-            self.kafka = kafka_node(self.workdir / "kafka").start()
+            self.kafka = kafka_node(self.workdir / "kafka", sasl=True).start()
         except Exception as exc:  # noqa: BLE001 - reported by the caller
             self.errors.append(f"Apache Kafka: {exc}")
 
     def _start_gregor(self) -> None:
-        node = gregor_node(self.workdir / "gregor")
+        node = gregor_node(self.workdir / "gregor", sasl=True)
         try:
             self.gregor = node.start(GREGOR_START_TIMEOUT)
         except Exception as exc:  # noqa: BLE001

@@ -26,12 +26,14 @@ class TargetRun:
     results_path: Path
     junit_path: Path
     log_path: Path
+    # The broker's SASL_PLAINTEXT listener (compat_tests/test_security.py), if known.
+    sasl_bootstrap: str | None = None
     returncode: int | None = None
     seconds: float = 0.0
     results: dict[str, dict] = field(default_factory=dict)
 
 
-def target_run(name: str, bootstrap: str) -> TargetRun:
+def target_run(name: str, bootstrap: str, sasl_bootstrap: str | None = None) -> TargetRun:
     """A run against `name` whose files are .cache/compat/<name>.{jsonl,junit.xml,log}."""
     return TargetRun(
         name,
@@ -39,6 +41,7 @@ def target_run(name: str, bootstrap: str) -> TargetRun:
         OUT_DIR / f"{name}.jsonl",
         OUT_DIR / f"{name}.junit.xml",
         OUT_DIR / f"{name}.log",
+        sasl_bootstrap,
     )
 
 
@@ -70,6 +73,7 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
         # compat_tests/cluster/ starts three nodes of the target's kind beside it.
         "--cluster-kind",
         run.name,
+        *(["--sasl-bootstrap", run.sasl_bootstrap] if run.sasl_bootstrap else []),
         f"--junitxml={run.junit_path}",
         "-p",
         "no:cacheprovider",
@@ -81,6 +85,7 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
     ]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("COMPAT_BOOTSTRAP_SERVERS", None)
+    env.pop("COMPAT_SASL_BOOTSTRAP", None)
     t0 = time.monotonic()
     with open(run.log_path, "w") as log:
         log.write(" ".join(cmd) + "\n\n")
