@@ -1,8 +1,9 @@
-"""SASL on a cluster: SCRAM credentials are cluster metadata (ZooKeeper's
+"""Security on a cluster: SCRAM credentials are cluster metadata (ZooKeeper's
 /config/users, as in Kafka's ZooKeeper mode), so a credential created
 through one broker logs a client in at every other one, and a client on a
-SASL listener is sent to every broker's SASL listener. The brokers
-replicate between themselves over their PLAINTEXT listener.
+SASL listener is sent to every broker's SASL listener. Brokers whose only
+listener is a SASL or TLS one log in to, or show their certificate to,
+each other.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.integration.clients import wait_until
 from tests.support.clients import TIMEOUT
 from tests.support.gregor import GregorNode, assert_no_traceback
 from tests.support.raw import kafka_request
+from tests.support.tls import PASSWORD, Pki
 from wire.api_keys import ApiKey
 
 pytestmark = pytest.mark.slow
@@ -179,6 +181,78 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
         for broker in brokers:
             assert "failed authentication" not in broker.log()
             assert "expired" not in broker.log()
+    finally:
+        for broker in brokers:
+            broker.stop()
+    for broker in brokers:
+        assert_no_traceback(broker)
+
+
+def test_brokers_with_only_tls_listeners_replicate_to_each_other(tmp_path, zookeeper):
+    # Every connection, the brokers' own to each other included, must show a
+    # certificate the CA signed (ssl.client.auth=required): acks=all with
+    # min.insync.replicas=2 is acknowledged only once a follower has fetched
+    # over TLS, and a transaction's markers reach the other broker over it.
+    pki = Pki(tmp_path / "pki")
+    chroot = f"/t{time.monotonic_ns()}/gregor"
+    settings = {
+        "zookeeper.connect": zookeeper.connect + chroot,
+        "zookeeper.session.timeout.ms": 4000,
+        "listeners": "SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(pki.server.pkcs12_keystore),
+        "ssl.keystore.password": PASSWORD,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca_pem),
+        "ssl.client.auth": "required",
+        "default.replication.factor": 2,
+        "min.insync.replicas": 2,
+        "offsets.topic.replication.factor": 2,
+        "offsets.topic.num.partitions": 1,
+        "transaction.state.log.replication.factor": 2,
+        "transaction.state.log.min.isr": 2,
+        "transaction.state.log.num.partitions": 1,
+        "replica.fetch.wait.max.ms": 100,
+    }
+    brokers = [
+        GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
+        for n in (1, 2)
+    ]
+    try:
+        for broker in brokers:
+            broker.start()
+        client = pki.client("app")
+        conf = {
+            "bootstrap.servers": ",".join(b.bootstrap for b in brokers),
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca_pem),
+            "ssl.certificate.location": str(client.pem_cert),
+            "ssl.key.location": str(client.pem_key),
+        }
+        admin = AdminClient(conf)
+        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
+        admin.create_topics([NewTopic("sealed", 2)])["sealed"].result(TIMEOUT)
+        producer = Producer({**conf, "acks": "all", "transactional.id": "over-tls"})
+        producer.init_transactions(TIMEOUT)
+        producer.begin_transaction()
+        for partition in (0, 1):
+            producer.produce("sealed", f"p{partition}".encode(), partition=partition)
+        producer.commit_transaction(TIMEOUT)
+        consumer = KafkaConsumer(
+            "sealed",
+            bootstrap_servers=[b.bootstrap for b in brokers],
+            security_protocol="SSL",
+            ssl_cafile=str(pki.ca_pem),
+            ssl_certfile=str(client.pem_cert),
+            ssl_keyfile=str(client.pem_key),
+            isolation_level="read_committed",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=10_000,
+        )
+        assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
+        consumer.close()
+        for broker in brokers:
+            assert "TLS handshake" not in broker.log()
     finally:
         for broker in brokers:
             broker.stop()
