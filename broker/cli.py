@@ -1,6 +1,8 @@
 """The `gregor` command.
 
     gregor serve [server.properties] [--override key=value ...]
+    gregor add-scram [server.properties] [--override key=value ...] \
+        'SCRAM-SHA-256=[name=alice,password=alice-secret]' ...
     gregor api-versions
 
 `serve` without arguments runs the embedded default: node 1 on
@@ -29,8 +31,29 @@ def main(argv: list[str] | None = None) -> int:
         "--override", action="append", default=[], metavar="KEY=VALUE", help="set a property"
     )
     serve.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    scram = sub.add_parser(
+        "add-scram",
+        help="write SCRAM credentials into the cluster's metadata, before brokers run",
+    )
+    scram.add_argument("config", nargs="?", help="the brokers' server.properties")
+    scram.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="set a property"
+    )
+    scram.add_argument(
+        "credentials",
+        nargs="+",
+        metavar="MECHANISM=[name=...,password=...]",
+        help="as kafka-storage --add-scram: SCRAM-SHA-256=[name=alice,password=alice-secret]",
+    )
     sub.add_parser("api-versions", help="print the APIs and versions the broker serves")
     args = parser.parse_args(argv)
+
+    if args.command == "add-scram":
+        config, credentials = args.config, args.credentials
+        if config is not None and "=[" in config:
+            # No properties file: the first argument is a credential too.
+            config, credentials = None, [config, *credentials]
+        return add_scram_command(config, args.override, credentials)
 
     if args.command == "api-versions":
         from broker.tables import served_versions_markdown
@@ -38,6 +61,23 @@ def main(argv: list[str] | None = None) -> int:
         print(served_versions_markdown())
         return 0
     return serve_command(args.config, args.override, args.log_level)
+
+
+def add_scram_command(path: str | None, overrides: list[str], specs: list[str]) -> int:
+    from broker.add_scram import ScramSpecError, add_scram
+    from broker.config import BrokerConfig, ConfigError
+
+    try:
+        config = BrokerConfig.load(path, overrides)
+        for line in add_scram(config, specs):
+            print(line)
+    except (ConfigError, ScramSpecError) as e:
+        print(f"gregor: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"gregor: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def serve_command(path: str | None, overrides: list[str], log_level: str = "INFO") -> int:

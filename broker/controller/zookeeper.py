@@ -228,17 +228,7 @@ class ZkMetadataBackend:
             ) from e
 
     def _create_chroot(self) -> None:
-        """A chroot that does not exist yet is created, as Kafka does."""
-        hosts, slash, chroot = self.connect_string.partition("/")
-        if not slash or not chroot.strip("/"):
-            return
-        plain = KazooClient(hosts=hosts, timeout=self.zk._session_timeout / 1000)
-        plain.start(timeout=self._connection_timeout)
-        try:
-            plain.ensure_path("/" + chroot.strip("/"))
-        finally:
-            plain.stop()
-            plain.close()
+        create_chroot(self.connect_string, self._connection_timeout)
 
     def _on_state(self, state) -> None:
         # kazoo's thread: only hand the news to trio.
@@ -796,30 +786,8 @@ class ZkMetadataBackend:
         await self._reload()
 
     async def alter_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
-        await trio.to_thread.run_sync(self._change_user_configs, changes)
+        await trio.to_thread.run_sync(change_user_configs, self.zk, changes)
         await self._reload()
-
-    def _change_user_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
-        """Blocking: change some keys of users' config nodes in one
-        transaction, conditional on the versions read, so that a change made
-        by another broker meanwhile is read again rather than overwritten."""
-        while True:
-            t = self.zk.transaction()
-            for user, change in changes.items():
-                path = f"/config/users/{user}"
-                try:
-                    data, stat = self.zk.get(path)
-                except NoNodeError:
-                    configs = apply_config_changes({}, change)
-                    t.create(path, _json({"version": 1, "config": configs}))
-                    continue
-                configs = apply_config_changes(json.loads(data)["config"], change)
-                t.set_data(path, _json({"version": 1, "config": configs}), version=stat.version)
-            try:
-                _commit(t)
-                return
-            except (BadVersionError, NoNodeError, NodeExistsError):
-                continue
 
     def _set_config(self, path: str, configs: dict[str, str]) -> None:
         data = _json({"version": 1, "config": configs})
@@ -950,6 +918,45 @@ class ZkMetadataBackend:
         return await trio.to_thread.run_sync(allocate)
 
 
+def create_chroot(connect_string: str, timeout: float) -> None:
+    """Blocking: a chroot that does not exist yet is created, as Kafka does."""
+    hosts, slash, chroot = connect_string.partition("/")
+    if not slash or not chroot.strip("/"):
+        return
+    plain = KazooClient(hosts=hosts, timeout=timeout)
+    plain.start(timeout=timeout)
+    try:
+        plain.ensure_path("/" + chroot.strip("/"))
+    finally:
+        plain.stop()
+        plain.close()
+
+
+def change_user_configs(zk: KazooClient, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+    """Blocking: change some keys of users' config nodes in one transaction,
+    conditional on the versions read, so that a change made by another broker
+    meanwhile is read again rather than overwritten. Also what `gregor
+    add-scram` writes before any broker runs."""
+    zk.ensure_path("/config/users")
+    while True:
+        t = zk.transaction()
+        for user, change in changes.items():
+            path = f"/config/users/{user}"
+            try:
+                data, stat = zk.get(path)
+            except NoNodeError:
+                configs = apply_config_changes({}, change)
+                t.create(path, _json({"version": 1, "config": configs}))
+                continue
+            configs = apply_config_changes(json.loads(data)["config"], change)
+            t.set_data(path, _json({"version": 1, "config": configs}), version=stat.version)
+        try:
+            _commit(t)
+            return
+        except (BadVersionError, NoNodeError, NodeExistsError):
+            continue
+
+
 def _block_json(block: ProducerIdBlock) -> bytes:
     return _json(
         {
@@ -999,4 +1006,4 @@ def _share_unchanged(old: MetadataImage, new: MetadataImage) -> MetadataImage:
     return replace(new, topics=topics)
 
 
-__all__ = ["NO_LEADER", "ZkMetadataBackend"]
+__all__ = ["NO_LEADER", "ZkMetadataBackend", "change_user_configs", "create_chroot"]

@@ -8,6 +8,8 @@ each other.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -112,19 +114,26 @@ def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path,
 def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeeper):
     # Followers fetch, and transaction markers reach the other broker, over
     # the SASL listener: with min.insync.replicas=2 an acks=all write is
-    # acknowledged only once the follower, logged in as admin, has it. Logins
-    # last a second (connections.max.reauth.ms): each broker's connections to
-    # the other are made anew, and log in again, before theirs ends.
+    # acknowledged only once the follower, logged in with SCRAM as the user
+    # `broker`, has it. That credential is written into ZooKeeper before the
+    # brokers start (`gregor add-scram`, as kafka-storage --add-scram), since
+    # no broker could take it before the brokers replicate. Logins last a
+    # second (connections.max.reauth.ms): each broker's connections to the
+    # other are made anew, and log in again, before theirs ends.
     chroot = f"/t{time.monotonic_ns()}/gregor"
     settings = {
         "zookeeper.connect": zookeeper.connect + chroot,
         "zookeeper.session.timeout.ms": 4000,
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
-            'username="admin" password="admin-secret" user_admin="admin-secret";'
+            'user_admin="admin-secret";'
+        ),
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="broker" password="broker-secret";'
         ),
         "default.replication.factor": 2,
         "min.insync.replicas": 2,
@@ -136,6 +145,21 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
         "replica.fetch.wait.max.ms": 100,
         "connections.max.reauth.ms": 1000,
     }
+    added = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "add-scram",
+            *(f"--override={k}={v}" for k, v in settings.items()),
+            "SCRAM-SHA-512=[name=broker,password=broker-secret]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert added.returncode == 0, added.stderr
+    assert "SCRAM-SHA-512 credential for user broker written to ZooKeeper" in added.stdout
     brokers = [
         GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
         for n in (1, 2)

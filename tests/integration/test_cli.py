@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.support.gregor import GregorNode
 from tests.support.raw import RawClient, batch, fetch_body, fetch_values, produce
@@ -120,3 +121,67 @@ def test_signal_answers_the_long_poll_in_flight_then_exits_0(tmp_path, sig):
     # The record acknowledged before the stop is there after a restart.
     with GregorNode(tmp_path / "data") as again, RawClient(again.port) as client:
         assert fetch_values(client, "waiting") == [b"kept"]
+
+
+def add_scram(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "broker", "add-scram", *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def test_add_scram_gives_a_stopped_node_its_first_scram_user(tmp_path):
+    # A listener whose only mechanism is SCRAM needs a first user that no
+    # broker could have taken: written into the node's metadata before it
+    # starts, as kafka-storage format --add-scram does for Kafka.
+    data = tmp_path / "data"
+    written = add_scram(
+        f"--override=log.dirs={data}",
+        "SCRAM-SHA-256=[name=admin,password=admin-secret,iterations=8192]",
+    )
+    assert written.returncode == 0, written.stderr
+    assert "SCRAM-SHA-256 credential for user admin written to" in written.stdout
+    settings = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    }
+    node = GregorNode(data, settings).start()
+    try:
+        with RawClient(node.bootstrap) as client:
+            described = client.call(
+                ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "admin"}]}
+            )
+        assert [(c.mechanism, c.iterations) for c in described.results[0].credential_infos] == [
+            (1, 8192)
+        ]
+        producer = Producer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{node.ports['SASL_PLAINTEXT']}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": "admin",
+                "sasl.password": "admin-secret",
+            }
+        )
+        producer.produce("first-user", b"v")
+        assert producer.flush(20) == 0
+    finally:
+        node.stop()
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("SCRAM-SHA-1=[name=a,password=b]", "not a SCRAM mechanism"),
+        ("SCRAM-SHA-256=[name=a]", "has no password"),
+        ("SCRAM-SHA-256=[name=a,password=b,iterations=100]", "outside 4096..16384"),
+        ("SCRAM-SHA-256:name=a", "expected MECHANISM=[name=...,password=...]"),
+    ],
+)
+def test_add_scram_refuses_a_bad_credential_with_exit_2(tmp_path, spec, message):
+    result = add_scram(f"--override=log.dirs={tmp_path}", spec)
+    assert result.returncode == 2
+    assert message in result.stderr
