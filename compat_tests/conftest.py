@@ -18,6 +18,13 @@ SCRAM-SHA-256 and SCRAM-SHA-512, PLAIN users alice/alice-secret and
 admin/admin-secret (runner/launcher.py's SASL_SETTINGS). Without it the tests
 that use the `sasl_bootstrap` fixture are deselected, and say so.
 
+test_tls.py needs the broker's SSL listener (--ssl-bootstrap) and the run's
+certificates (--tls-dir; compat_tests/run.py passes both): a PEM keystore for
+127.0.0.1/localhost, the run's CA as a PEM truststore (ca.pem) and
+ssl.client.auth=requested (runner/launcher.py's tls_settings), and a client
+certificate that CA signed (compatlib/tls.py's TlsFiles). Without them the
+tests that use the `ssl_bootstrap` or `tls` fixture are deselected, and say so.
+
 compat_tests/cluster/ runs beside that broker on a three-node cluster of the
 same kind that its conftest starts (--cluster-kind, which compat_tests/run.py
 passes): replicated topics, a leader killed under acks=all, min ISR, and
@@ -73,6 +80,18 @@ def pytest_addoption(parser):
         "without it the tests that need it are deselected, and say so",
     )
     group.addoption(
+        "--ssl-bootstrap",
+        default=os.environ.get("COMPAT_SSL_BOOTSTRAP"),
+        help="the broker's SSL listener (host:port); default: $COMPAT_SSL_BOOTSTRAP; "
+        "without it (or --tls-dir) the tests that need it are deselected, and say so",
+    )
+    group.addoption(
+        "--tls-dir",
+        default=os.environ.get("COMPAT_TLS_DIR"),
+        help="the SSL listener's CA (ca.pem) and a client certificate it signed "
+        "(compatlib/tls.py's TlsFiles); default: $COMPAT_TLS_DIR",
+    )
+    group.addoption(
         "--cluster-kind",
         choices=("kafka", "gregor"),
         default=os.environ.get("COMPAT_CLUSTER_KIND"),
@@ -119,6 +138,18 @@ def pytest_collection_modifyitems(config, items):
             items[:] = [i for i in items if i not in needs_sasl]
             compat = [i for i in compat if i not in needs_sasl]
             print(f"\ncompat: {len(needs_sasl)} SASL tests deselected: they need --sasl-bootstrap")
+    if not (config.getoption("--ssl-bootstrap") and config.getoption("--tls-dir")):
+        needs_tls = [
+            i for i in compat if {"ssl_bootstrap", "tls"} & set(getattr(i, "fixturenames", ()))
+        ]
+        if needs_tls:
+            config.hook.pytest_deselected(items=needs_tls)
+            items[:] = [i for i in items if i not in needs_tls]
+            compat = [i for i in compat if i not in needs_tls]
+            print(
+                f"\ncompat: {len(needs_tls)} TLS tests deselected: "
+                "they need --ssl-bootstrap and --tls-dir"
+            )
     for item in compat:
         client = item.get_closest_marker("client")
         if client is None or client.args[0] not in CLIENTS:
@@ -194,7 +225,8 @@ def pytest_sessionstart(session):
 def pytest_report_header(config):
     return (
         f"compat broker: {config.getoption('--bootstrap-servers')}, "
-        f"SASL listener: {config.getoption('--sasl-bootstrap')}"
+        f"SASL listener: {config.getoption('--sasl-bootstrap')}, "
+        f"SSL listener: {config.getoption('--ssl-bootstrap')}"
     )
 
 
@@ -207,6 +239,23 @@ def bootstrap(pytestconfig) -> str:
 def sasl_bootstrap(pytestconfig) -> str:
     """The broker's SASL_PLAINTEXT listener (tests using it are deselected without one)."""
     return pytestconfig.getoption("--sasl-bootstrap")
+
+
+@pytest.fixture(scope="session")
+def ssl_bootstrap(pytestconfig) -> str:
+    """The broker's SSL listener (tests using it are deselected without one)."""
+    return pytestconfig.getoption("--ssl-bootstrap")
+
+
+@pytest.fixture(scope="session")
+def tls(pytestconfig):
+    """The run's certificates (compatlib/tls.py's TlsFiles): tls.ca_pem, tls.client."""
+    from compatlib.tls import TlsFiles
+
+    files = TlsFiles.at(pytestconfig.getoption("--tls-dir"))
+    for path in (files.ca_pem, files.client.pem_keystore, files.client.pem_cert):
+        assert path.is_file(), f"--tls-dir: no {path}"
+    return files
 
 
 @pytest.fixture

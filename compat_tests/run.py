@@ -8,6 +8,9 @@
     python compat_tests/run.py --target kafka=127.0.0.1:9092 --sasl-target kafka=127.0.0.1:9094 ...
                                                # and their SASL_PLAINTEXT listeners (without
                                                # one, the tests that need it are deselected)
+    python compat_tests/run.py --target kafka=127.0.0.1:9092 --ssl-target kafka=127.0.0.1:9095 ...
+                               --tls-dir DIR   # and their SSL listeners, whose CA and client
+                                               # certificate are in DIR (compatlib/tls.py's TlsFiles)
     python compat_tests/run.py --sequential    # one target after the other (slower)
     python compat_tests/run.py -- -x -vv       # extra pytest arguments after --
     python compat_tests/run.py --no-real-suites
@@ -16,7 +19,9 @@
 It starts a single-node Apache Kafka (tools/run_kafka.py) and a Gregor
 (tools/run_gregor.py) with the same settings (runner/launcher.py's
 BROKER_SETTINGS, and a SASL_PLAINTEXT listener beside PLAINTEXT with
-SASL_SETTINGS, which pytest gets as --sasl-bootstrap), builds the franz-go
+SASL_SETTINGS, which pytest gets as --sasl-bootstrap, and an SSL listener
+with tls_settings() and certificates made for the run by compatlib/tls.py,
+which pytest gets as --ssl-bootstrap and --tls-dir), builds the franz-go
 client, runs `pytest compat_tests` against each broker (in parallel by default;
 each writes JUnit XML and a JSON-lines result file under .cache/compat/), then
 prints the matrix test x target and writes it to compat_tests/REPORT.md.
@@ -49,7 +54,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from compatlib import franz  # noqa: E402
+from compatlib import franz, tls  # noqa: E402
 from runner import OUT_DIR, REPO, REPORT, launcher, orchestrate, report, suites, verdicts  # noqa: E402
 from runner.launcher import run_kafka  # noqa: E402  (tools/run_kafka.py)
 
@@ -90,6 +95,18 @@ def parse_args(argv):
         help="the SASL_PLAINTEXT listener of a --target broker (kafka=..., gregor=...)",
     )
     ap.add_argument(
+        "--ssl-target",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="the SSL listener of a --target broker (kafka=..., gregor=...); needs --tls-dir",
+    )
+    ap.add_argument(
+        "--tls-dir",
+        help="the CA (ca.pem) and client certificate of the --ssl-target brokers "
+        "(the files compat_tests/compatlib/tls.py's run_pki writes)",
+    )
+    ap.add_argument(
         "--only", choices=ORDER, action="append", help="run against this target only (repeatable)"
     )
     ap.add_argument("--sequential", action="store_true", help="one target after the other")
@@ -110,9 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.monotonic()
     given: dict[str, str] = {}
     given_sasl: dict[str, str] = {}
+    given_ssl: dict[str, str] = {}
     for option, items, into in (
         ("--target", args.target, given),
         ("--sasl-target", args.sasl_target, given_sasl),
+        ("--ssl-target", args.ssl_target, given_ssl),
     ):
         for item in items:
             name, sep, addr = item.partition("=")
@@ -126,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     if set(given_sasl) - set(given):
         print("compat: --sasl-target is for a broker given with --target", file=sys.stderr)
         return 2
+    if set(given_ssl) - set(given):
+        print("compat: --ssl-target is for a broker given with --target", file=sys.stderr)
+        return 2
+    if given_ssl and not args.tls_dir:
+        print(
+            "compat: --ssl-target needs --tls-dir (its CA and client certificate)", file=sys.stderr
+        )
+        return 2
     targets = args.only or ORDER
 
     try:
@@ -136,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="compat-"))
-    brokers = launcher.Brokers(workdir)
+    # The run's certificates: the brokers' keystore and truststore, a client's.
+    run_tls = tls.run_pki(workdir / "tls")
+    brokers = launcher.Brokers(
+        workdir, tls=launcher.tls_settings(run_tls.server.pem_keystore, run_tls.ca_pem)
+    )
     suite_runs: list[suites.SuitesRun] = []
     info: dict[str, str] = {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -152,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
             if not k.endswith(".sasl.jaas.config")
         )
         + f", PLAIN users {', '.join(launcher.PLAIN_USERS)}",
+        "TLS listener (both)": f"`{launcher.TLS_LISTENER}` beside `PLAINTEXT`, "
+        "`ssl.keystore.type=PEM` (key and chain in one file), `ssl.truststore.type=PEM` "
+        f"(the run's CA), `ssl.client.auth={launcher.TLS_CLIENT_AUTH}`",
         "logs": f"`{os.path.relpath(OUT_DIR, REPO)}/` (pytest output per target, broker logs)",
     }
     brokers.start(
@@ -170,30 +204,39 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(
                 f"compat: Apache Kafka {run_kafka.KAFKA_VERSION} at {kafka.bootstrap}, "
-                f"SASL at {launcher.sasl_bootstrap(kafka)} (ready in {kafka.start_seconds:.1f}s)",
+                f"SASL at {launcher.sasl_bootstrap(kafka)}, SSL at {launcher.ssl_bootstrap(kafka)} "
+                f"(ready in {kafka.start_seconds:.1f}s)",
                 flush=True,
             )
         if gregor is not None:
             info["Gregor start"] = f"{gregor.start_seconds:.1f} s"
             print(
-                f"compat: Gregor at {gregor.bootstrap}, SASL at {launcher.sasl_bootstrap(gregor)} "
-                f"(ready in {gregor.start_seconds:.1f}s)",
+                f"compat: Gregor at {gregor.bootstrap}, SASL at {launcher.sasl_bootstrap(gregor)}, "
+                f"SSL at {launcher.ssl_bootstrap(gregor)} (ready in {gregor.start_seconds:.1f}s)",
                 flush=True,
             )
         addresses = dict(given)
         sasl_addresses: dict[str, str | None] = dict(given_sasl)
-        if kafka is not None:
-            addresses["kafka"] = kafka.bootstrap
-            sasl_addresses["kafka"] = launcher.sasl_bootstrap(kafka)
-        if gregor is not None:
-            addresses["gregor"] = gregor.bootstrap
-            sasl_addresses["gregor"] = launcher.sasl_bootstrap(gregor)
+        ssl_addresses: dict[str, str | None] = dict(given_ssl)
+        tls_dirs = {name: Path(args.tls_dir) for name in given_ssl}
+        for name, node in (("kafka", kafka), ("gregor", gregor)):
+            if node is not None:
+                addresses[name] = node.bootstrap
+                sasl_addresses[name] = launcher.sasl_bootstrap(node)
+                ssl_addresses[name] = launcher.ssl_bootstrap(node)
+                tls_dirs[name] = run_tls.directory
 
         pytest_args = list(args.pytest_args)
         if args.keyword:
             pytest_args += ["-k", args.keyword]
         runs = [
-            orchestrate.target_run(name, addresses[name], sasl_addresses.get(name))
+            orchestrate.target_run(
+                name,
+                addresses[name],
+                sasl_addresses.get(name),
+                ssl_addresses.get(name),
+                tls_dirs.get(name),
+            )
             for name in ORDER
             if name in targets
         ]

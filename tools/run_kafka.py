@@ -14,6 +14,9 @@ sasl_port (0: a free one) adds a SASL_PLAINTEXT listener named SASL_PLAINTEXT
 (node.sasl_bootstrap) beside PLAINTEXT, which stays the inter-broker listener;
 its mechanisms and JAAS configs come with the overrides
 (sasl.enabled.mechanisms, listener.name.sasl_plaintext.<mechanism>.sasl.jaas.config).
+ssl_port (0: a free one) adds an SSL listener named SSL (node.ssl_bootstrap)
+the same way; its keystore and truststore come with the overrides
+(listener.name.ssl.ssl.keystore.location, ...).
 
 The node uses the Apache Kafka jars of tools/kafka_jars.py (`make clients`) and
 runs through tools/kafka_cli.py: `kafka-storage format --standalone` formats a
@@ -227,6 +230,7 @@ class KafkaNode:
         voters: str | None = None,
         cluster_id: str | None = None,
         sasl_port: int | None = None,
+        ssl_port: int | None = None,
     ):
         self.host = host
         self.port = port or free_port(host)
@@ -237,6 +241,15 @@ class KafkaNode:
         self.sasl_port = sasl_port
         while self.sasl_port is not None and self.sasl_port in (0, self.port, self.controller_port):
             self.sasl_port = free_port(host)
+        # The SSL listener's port, None without one.
+        self.ssl_port = ssl_port
+        while self.ssl_port is not None and self.ssl_port in (
+            0,
+            self.port,
+            self.controller_port,
+            self.sasl_port,
+        ):
+            self.ssl_port = free_port(host)
         self.node_id = node_id
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         self._given_dir = Path(directory) if directory else None
@@ -266,6 +279,11 @@ class KafkaNode:
         return None if self.sasl_port is None else f"{self.host}:{self.sasl_port}"
 
     @property
+    def ssl_bootstrap(self) -> str | None:
+        """The SSL listener's address, if the node has one."""
+        return None if self.ssl_port is None else f"{self.host}:{self.ssl_port}"
+
+    @property
     def log_path(self) -> Path:
         assert self.dir is not None
         return self.dir / "kafka.log"
@@ -284,6 +302,9 @@ class KafkaNode:
         if self.sasl_port is not None:
             listeners += f",SASL_PLAINTEXT://{self.host}:{self.sasl_port}"
             protocols += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        if self.ssl_port is not None:
+            listeners += f",SSL://{self.host}:{self.ssl_port}"
+            protocols += ",SSL:SSL"
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),

@@ -7,6 +7,7 @@ Record batches come from kafka-python's DefaultRecordBatchBuilder.
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Sequence
@@ -104,12 +105,20 @@ class Reader:
 
 
 class Connection:
-    """One socket to a broker; request() returns the response body (after the header)."""
+    """One socket to a broker; request() returns the response body (after the header).
+    With `tls` (an ssl.SSLContext) the connection is a TLS one, its handshake done
+    (for the host name of `bootstrap`) before __init__ returns."""
 
-    def __init__(self, bootstrap: str, timeout: float = 10.0):
+    def __init__(self, bootstrap: str, timeout: float = 10.0, tls: ssl.SSLContext | None = None):
         host, _, port = bootstrap.rpartition(":")
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.sock.settimeout(timeout)
+        if tls is not None:
+            try:
+                self.sock = tls.wrap_socket(self.sock, server_hostname=host)
+            except BaseException:
+                self.sock.close()
+                raise
         self.correlation_id = 0
 
     def close(self):

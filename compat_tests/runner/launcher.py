@@ -5,6 +5,10 @@ tools/run_gregor.py's GregorNode, both on free loopback ports with
 BROKER_SETTINGS (bench/ starts its brokers here too). With sasl=True (the
 compatibility run's brokers) each also listens on a SASL_PLAINTEXT listener
 named SASL_PLAINTEXT with SASL_SETTINGS; PLAINTEXT stays the main listener.
+With tls=tls_settings(keystore, truststore) (the compatibility run's too)
+each also listens on an SSL listener named SSL with those settings (the run
+makes the certificates: compat_tests/compatlib/tls.py). Without sasl and tls
+(bench/) the brokers get only PLAINTEXT, as before.
 """
 
 from __future__ import annotations
@@ -51,29 +55,64 @@ SASL_SETTINGS = {
     "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _SCRAM_JAAS,
 }
 
+# The SSL listener of a compatibility run (compat_tests/test_tls.py): the server's
+# PEM keystore (key and chain in one file), a PEM truststore (the run's CA), and
+# client certificates requested, so that clients connect with or without one.
+TLS_LISTENER = "SSL"
+TLS_CLIENT_AUTH = "requested"
+
+
+def tls_settings(keystore: Path, truststore: Path) -> dict[str, str]:
+    """The SSL listener's settings, the same on both brokers (listener.name.ssl.*)."""
+    prefix = f"listener.name.{TLS_LISTENER.lower()}."
+    return {
+        f"{prefix}ssl.keystore.type": "PEM",
+        f"{prefix}ssl.keystore.location": str(keystore),
+        f"{prefix}ssl.truststore.type": "PEM",
+        f"{prefix}ssl.truststore.location": str(truststore),
+        f"{prefix}ssl.client.auth": TLS_CLIENT_AUTH,
+    }
+
+
 GREGOR_START_TIMEOUT = 60.0
 
 
 def gregor_node(
-    workdir: Path, overrides: dict[str, str] | None = None, *, sasl: bool = False
+    workdir: Path,
+    overrides: dict[str, str] | None = None,
+    *,
+    sasl: bool = False,
+    tls: dict[str, str] | None = None,
 ) -> run_gregor.GregorNode:
     """`gregor serve` on a free port with BROKER_SETTINGS (and `overrides`, which win):
     data in workdir/data, its output in workdir/gregor.log. Not started.
-    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap())."""
+    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap()); tls (from
+    tls_settings()): an SSL listener too (ssl_bootstrap())."""
     port = run_kafka.free_port()
+    ports = [port]
+
+    def another_port() -> int:
+        other = run_kafka.free_port()
+        while other in ports:
+            other = run_kafka.free_port()
+        ports.append(other)
+        return other
+
     listeners = f"PLAINTEXT://127.0.0.1:{port}"
-    sasl_settings: dict[str, str] = {}
+    extra_settings: dict[str, str] = {}
     if sasl:
-        sasl_port = run_kafka.free_port()
-        while sasl_port == port:
-            sasl_port = run_kafka.free_port()
-        listeners += f",{SASL_LISTENER}://127.0.0.1:{sasl_port}"
-        sasl_settings = {"listeners": listeners, **SASL_SETTINGS}
+        listeners += f",{SASL_LISTENER}://127.0.0.1:{another_port()}"
+        extra_settings.update(SASL_SETTINGS)
+    if tls is not None:
+        listeners += f",{TLS_LISTENER}://127.0.0.1:{another_port()}"
+        extra_settings.update(tls)
+    if extra_settings:
+        extra_settings = {"listeners": listeners, **extra_settings}
     settings = {
         # As tools/run_kafka.py gives Kafka: the same static setting on both sides
         # (kafka-python's suite checks its DescribeConfigs source).
         "advertised.listeners": listeners,
-        **sasl_settings,
+        **extra_settings,
         **BROKER_SETTINGS,
         **(overrides or {}),
     }
@@ -87,14 +126,27 @@ def gregor_node(
 
 
 def kafka_node(
-    workdir: Path, overrides: dict[str, str] | None = None, *, sasl: bool = False, **kwargs
+    workdir: Path,
+    overrides: dict[str, str] | None = None,
+    *,
+    sasl: bool = False,
+    tls: dict[str, str] | None = None,
+    **kwargs,
 ) -> run_kafka.KafkaNode:
     """Apache Kafka with BROKER_SETTINGS, KAFKA_ONLY and `overrides`. Not started.
-    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap())."""
-    settings = {**(SASL_SETTINGS if sasl else {}), **BROKER_SETTINGS, **KAFKA_ONLY}
+    sasl=True: a SASL_PLAINTEXT listener too (sasl_bootstrap()); tls (from
+    tls_settings()): an SSL listener too (ssl_bootstrap())."""
+    settings = {
+        **(SASL_SETTINGS if sasl else {}),
+        **(tls or {}),
+        **BROKER_SETTINGS,
+        **KAFKA_ONLY,
+    }
     settings.update(overrides or {})
     if sasl:
         kwargs.setdefault("sasl_port", 0)
+    if tls is not None:
+        kwargs.setdefault("ssl_port", 0)
     return run_kafka.KafkaNode(overrides=settings, directory=workdir, **kwargs)
 
 
@@ -106,11 +158,21 @@ def sasl_bootstrap(node: run_kafka.KafkaNode | run_gregor.GregorNode) -> str | N
     return None if port is None else f"{node.host}:{port}"
 
 
+def ssl_bootstrap(node: run_kafka.KafkaNode | run_gregor.GregorNode) -> str | None:
+    """The started node's SSL listener (host:port), None if it has none."""
+    if isinstance(node, run_kafka.KafkaNode):
+        return node.ssl_bootstrap
+    port = node.ports.get(TLS_LISTENER)
+    return None if port is None else f"{node.host}:{port}"
+
+
 class Brokers:
     """The brokers of one compatibility run, started side by side."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, tls: dict[str, str] | None = None):
         self.workdir = workdir
+        # Both brokers' SSL listener settings (tls_settings()), or None: no SSL listener.
+        self.tls = tls
         self.kafka: run_kafka.KafkaNode | None = None
         self.gregor: run_gregor.GregorNode | None = None
         self.errors: list[str] = []
@@ -130,12 +192,12 @@ class Brokers:
 
     def _start_kafka(self) -> None:
         try:
-            self.kafka = kafka_node(self.workdir / "kafka", sasl=True).start()
+            self.kafka = kafka_node(self.workdir / "kafka", sasl=True, tls=self.tls).start()
         except Exception as exc:  # noqa: BLE001 - reported by the caller
             self.errors.append(f"Apache Kafka: {exc}")
 
     def _start_gregor(self) -> None:
-        node = gregor_node(self.workdir / "gregor", sasl=True)
+        node = gregor_node(self.workdir / "gregor", sasl=True, tls=self.tls)
         try:
             self.gregor = node.start(GREGOR_START_TIMEOUT)
         except Exception as exc:  # noqa: BLE001

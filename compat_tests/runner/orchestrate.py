@@ -28,12 +28,22 @@ class TargetRun:
     log_path: Path
     # The broker's SASL_PLAINTEXT listener (compat_tests/test_security.py), if known.
     sasl_bootstrap: str | None = None
+    # The broker's SSL listener and the directory of the run's certificates
+    # (compat_tests/test_tls.py), if known.
+    ssl_bootstrap: str | None = None
+    tls_dir: Path | None = None
     returncode: int | None = None
     seconds: float = 0.0
     results: dict[str, dict] = field(default_factory=dict)
 
 
-def target_run(name: str, bootstrap: str, sasl_bootstrap: str | None = None) -> TargetRun:
+def target_run(
+    name: str,
+    bootstrap: str,
+    sasl_bootstrap: str | None = None,
+    ssl_bootstrap: str | None = None,
+    tls_dir: Path | None = None,
+) -> TargetRun:
     """A run against `name` whose files are .cache/compat/<name>.{jsonl,junit.xml,log}."""
     return TargetRun(
         name,
@@ -42,6 +52,8 @@ def target_run(name: str, bootstrap: str, sasl_bootstrap: str | None = None) -> 
         OUT_DIR / f"{name}.junit.xml",
         OUT_DIR / f"{name}.log",
         sasl_bootstrap,
+        ssl_bootstrap,
+        tls_dir,
     )
 
 
@@ -74,6 +86,8 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
         "--cluster-kind",
         run.name,
         *(["--sasl-bootstrap", run.sasl_bootstrap] if run.sasl_bootstrap else []),
+        *(["--ssl-bootstrap", run.ssl_bootstrap] if run.ssl_bootstrap else []),
+        *(["--tls-dir", str(run.tls_dir)] if run.tls_dir else []),
         f"--junitxml={run.junit_path}",
         "-p",
         "no:cacheprovider",
@@ -86,6 +100,8 @@ def run_pytest(run: TargetRun, pytest_args: list[str]) -> None:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("COMPAT_BOOTSTRAP_SERVERS", None)
     env.pop("COMPAT_SASL_BOOTSTRAP", None)
+    env.pop("COMPAT_SSL_BOOTSTRAP", None)
+    env.pop("COMPAT_TLS_DIR", None)
     t0 = time.monotonic()
     with open(run.log_path, "w") as log:
         log.write(" ".join(cmd) + "\n\n")
