@@ -296,6 +296,7 @@ class Broker:
                     await secured.do_handshake()
             except (trio.BrokenResourceError, trio.TooSlowError) as e:
                 log.info("TLS handshake with %s failed: %s", _peer(stream), e.__cause__ or e)
+                await _send_tls_alert(secured, stream)
                 await stream.aclose()
                 return
             principal = principal_of(secured.getpeercert(binary_form=True))
@@ -384,6 +385,22 @@ class Broker:
 def _client_host(host: str) -> str:
     # A wildcard bind is not an address a client can dial.
     return "localhost" if host in ("0.0.0.0", "::", "") else host
+
+
+async def _send_tls_alert(secured: trio.SSLStream, stream: trio.SocketStream) -> None:
+    """Send the alert OpenSSL wrote for a failed handshake (certificate
+    unknown, ...), as Kafka does: a client then fails at once with the
+    reason, where a bare close has it retry. trio.SSLStream leaves the alert
+    in its outgoing buffer when the handshake fails."""
+    outgoing = getattr(secured, "_outgoing", None)
+    alert = outgoing.read() if outgoing is not None else b""
+    if not alert:
+        return
+    with trio.move_on_after(1):
+        try:
+            await stream.send_all(alert)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
 
 
 def _peer(stream: trio.SocketStream) -> str:

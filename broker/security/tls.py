@@ -18,6 +18,9 @@ default principal builder and `ssl.principal.mapping.rules=DEFAULT` make it.
 
 from __future__ import annotations
 
+import _ssl
+import ctypes
+import logging
 import os
 import ssl
 import tempfile
@@ -33,6 +36,8 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from broker.request_context import ANONYMOUS, KafkaPrincipal
+
+log = logging.getLogger("gregor.tls")
 
 CLIENT_AUTH = ("none", "requested", "required")
 STORE_TYPES = ("PEM", "PKCS12")
@@ -145,7 +150,11 @@ class TlsSettings:
             context.verify_mode = (
                 ssl.CERT_REQUIRED if self.client_auth == "required" else ssl.CERT_OPTIONAL
             )
-            self._load_trust(context)
+            trusted = self._load_trust(context)
+            # As Java's TLS does for Kafka: the certificate request names the
+            # CAs the broker trusts, so a client holding several certificates
+            # (or one no CA here signed) knows which to show, or to show none.
+            name_client_cas(context, trusted)
         return context
 
     def client_context(self) -> ssl.SSLContext:
@@ -200,13 +209,16 @@ class TlsSettings:
         certs = [certificate, *(chain or [])]
         return key_pem + b"".join(c.public_bytes(Encoding.PEM) for c in certs), None
 
-    def _load_trust(self, context: ssl.SSLContext) -> None:
+    def _load_trust(self, context: ssl.SSLContext) -> str:
+        """Trust the truststore's certificates; them, as PEM."""
         if self.truststore_certificates is not None:
             context.load_verify_locations(cadata=self.truststore_certificates)
+            return self.truststore_certificates
         elif self.truststore_location is not None:
             data = _read(self.truststore_location, "ssl.truststore.location")
             if self.truststore_type == "PEM":
                 context.load_verify_locations(cadata=data.decode())
+                return data.decode()
             else:
                 password = self.truststore_password.encode() if self.truststore_password else None
                 stores = pkcs12.load_pkcs12(data, password)
@@ -215,12 +227,54 @@ class TlsSettings:
                     certs.append(stores.cert.certificate)
                 pem = b"".join(c.public_bytes(Encoding.PEM) for c in certs)
                 context.load_verify_locations(cadata=pem.decode())
+                return pem.decode()
         else:
             raise TlsConfigError(
                 "ssl.truststore.location",
                 "Checking certificates needs a truststore: set ssl.truststore.location "
                 "(PEM or PKCS12) or ssl.truststore.certificates",
             )
+
+
+def name_client_cas(context: ssl.SSLContext, trusted_pem: str) -> None:
+    """Name these CAs in the server's certificate request (OpenSSL's
+    SSL_CTX_set_client_CA_list, which Python's ssl module does not expose).
+
+    Reached through ctypes: the SSLContext's OpenSSL context is the first
+    field after the object header, checked against the verify mode and
+    options Python reports before anything is set. Should either not match,
+    or a symbol be missing, the request names no CA, as before, and a log
+    line says so."""
+    try:
+        lib = ctypes.CDLL(_ssl.__file__)
+        lib.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_verify_mode.restype = ctypes.c_int
+        lib.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
+        lib.SSL_CTX_get_options.restype = ctypes.c_uint64
+        lib.SSL_load_client_CA_file.argtypes = [ctypes.c_char_p]
+        lib.SSL_load_client_CA_file.restype = ctypes.c_void_p
+        lib.SSL_CTX_set_client_CA_list.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.SSL_CTX_set_client_CA_list.restype = None
+    except (OSError, AttributeError) as e:
+        log.warning("TLS certificate requests will name no CA: %s", e)
+        return
+    pointer = ctypes.c_void_p.from_address(id(context) + 2 * ctypes.sizeof(ctypes.c_void_p)).value
+    # SSL_VERIFY_PEER (1), and FAIL_IF_NO_PEER_CERT (2) when required.
+    expected_mode = {ssl.CERT_OPTIONAL: 1, ssl.CERT_REQUIRED: 3}[context.verify_mode]
+    if (
+        not pointer
+        or lib.SSL_CTX_get_verify_mode(pointer) != expected_mode
+        or lib.SSL_CTX_get_options(pointer) != int(context.options)
+    ):
+        log.warning("TLS certificate requests will name no CA: unexpected SSLContext layout")
+        return
+    with tempfile.TemporaryDirectory(prefix="gregor-tls-") as directory:
+        path = os.path.join(directory, "trusted.pem")
+        with open(path, "w") as f:
+            f.write(trusted_pem)
+        names = lib.SSL_load_client_CA_file(path.encode())
+    if names:
+        lib.SSL_CTX_set_client_CA_list(pointer, names)  # takes ownership
 
 
 def _read(path: str, key: str) -> bytes:

@@ -184,3 +184,36 @@ def test_the_tls_port_speaks_tls_to_python(broker, pki):
         with context.wrap_socket(raw, server_hostname="localhost") as tls:
             assert tls.version() in ("TLSv1.2", "TLSv1.3")
             assert tls.getpeercert()["subject"][-1] == (("commonName", "localhost"),)
+
+
+def test_a_refused_certificate_gets_a_tls_alert_and_a_stranger_ca_is_not_asked_for(pki, tmp_path):
+    settings = tls_settings(
+        pki,
+        listeners="PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        **{"ssl.client.auth": "requested"},
+    )
+    node = GregorNode(tmp_path / "data", settings).start()
+    stranger = Pki(tmp_path / "stranger", ca_name="some-other-ca").client("mallory")
+    try:
+        # The certificate request names the broker's CA, so librdkafka keeps
+        # a certificate no CA here signed to itself and connects without one
+        # (as Kafka's Java TLS lets it).
+        conf = {
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca_pem),
+            "ssl.certificate.location": str(stranger.pem_cert),
+            "ssl.key.location": str(stranger.pem_key),
+        }
+        produce_ok(address(node, "SSL"), "no-cert", [(None, b"v", None)], **conf)
+        # A client that shows it anyway is refused with a TLS alert, which
+        # tells it why at once, rather than a bare close it would retry.
+        context = ssl.create_default_context(cafile=str(pki.ca_pem))
+        context.load_cert_chain(str(stranger.pem_cert), str(stranger.pem_key))
+        with socket.create_connection(("127.0.0.1", node.ports["SSL"]), timeout=10) as raw:
+            with pytest.raises(ssl.SSLError, match="alert"):
+                with context.wrap_socket(raw, server_hostname="localhost") as tls:
+                    tls.sendall(b"\0\0\0\0")
+                    tls.recv(1)
+    finally:
+        node.stop()
+    assert_no_traceback(node)
