@@ -20,7 +20,6 @@ from pathlib import Path
 from broker.config import BrokerConfig
 from broker.controller.api import apply_config_changes
 from broker.controller.local import METADATA_FILE, LocalMetadataStore
-from broker.metadata.image import MetadataImage, new_cluster_id
 from broker.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 
 _SPEC = re.compile(r"^(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>.*)\]$")
@@ -83,12 +82,8 @@ def add_scram(config: BrokerConfig, specs: list[str]) -> list[str]:
 
 def _add_to_file(config: BrokerConfig, changes) -> str:
     store = LocalMetadataStore(Path(config.log_dirs[0]) / METADATA_FILE)
-    loaded = store.load()
-    if loaded is None:
-        # As the node's first start would make it.
-        cluster_id = config["gregor.cluster.id"] or new_cluster_id()
-        loaded = MetadataImage(cluster_id=cluster_id, controller_id=config.node_id), 0
-    image, next_producer_id = loaded
+    # A node never started gets the metadata its first start would make.
+    image, next_producer_id = store.load_or_create(config.node_id, config["gregor.cluster.id"])
     for user, change in changes.items():
         image = image.with_user_configs(user, apply_config_changes(image.user_config(user), change))
     store.save(image, next_producer_id)

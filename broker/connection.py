@@ -80,6 +80,18 @@ class _FileRangeRest:
         return self._size
 
 
+def peer_address(stream: trio.abc.Stream) -> str:
+    """ "host:port" of the client, "?" when the stream cannot tell."""
+    try:
+        # Only socket streams have one (a TLS stream's is its transport's);
+        # the AttributeError below covers the rest.
+        sock = getattr(stream, "transport_stream", stream).socket  # type: ignore[union-attr]
+        host, port = sock.getpeername()[:2]
+        return f"{host}:{port}"
+    except (OSError, AttributeError):  # AttributeError: not a socket (tests' memory streams)
+        return "?"
+
+
 class CloseConnection(Exception):
     """Raised by request handling when Kafka would close the connection."""
 
@@ -124,14 +136,7 @@ class Connection:
             # not make the broker buffer a large request.
             max_frame = min(max_frame, authenticator.settings.max_receive_size)
         self._splitter = FrameSplitter(max_frame)
-        try:
-            # Only socket streams have one (a TLS stream's is its transport's);
-            # the AttributeError below covers the rest.
-            sock = getattr(stream, "transport_stream", stream).socket  # type: ignore[union-attr]
-            host, port = sock.getpeername()[:2]
-            self.peer = f"{host}:{port}"
-        except (OSError, AttributeError):  # AttributeError: not a socket (tests' memory streams)
-            self.peer = "?"
+        self.peer = peer_address(stream)
         self._stop_requested = False
         # Since when the reader has been waiting for the socket to become
         # readable (trio's clock), None while it is not waiting.

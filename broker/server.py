@@ -31,7 +31,7 @@ import trio
 
 from broker.broker_client import BrokerConnections
 from broker.config import BrokerConfig
-from broker.connection import Connection, ConnectionLimits
+from broker.connection import Connection, ConnectionLimits, peer_address
 from broker.controller.api import MetadataBackend
 from broker.controller.local import METADATA_FILE, LocalController, LocalMetadataStore
 from broker.dynamic_broker_config import DynamicBrokerConfig
@@ -112,7 +112,7 @@ class Broker:
         )
         # This broker's client side of TLS to the others, if they listen with it.
         settings_tls = config.inter_broker_tls
-        inter_broker_tls = None if settings_tls is None else settings_tls.client_context()
+        inter_broker_tls = None if settings_tls is None else settings_tls.client_context
         self.replicas = ReplicaManager(
             self.node_id,
             self.logs,
@@ -201,7 +201,7 @@ class Broker:
         )
         # Each TLS listener's server context, made once.
         self._tls_contexts = {
-            name: tls.server_context()
+            name: tls.server_context
             for name, _, _ in config.listeners
             if (tls := config.listener_tls(name)) is not None
         }
@@ -295,7 +295,7 @@ class Broker:
                 with trio.fail_after(self.limits.connections_max_idle_ms / 1000):
                     await secured.do_handshake()
             except (trio.BrokenResourceError, trio.TooSlowError) as e:
-                log.info("TLS handshake with %s failed: %s", _peer(stream), e.__cause__ or e)
+                log.info("TLS handshake with %s failed: %s", peer_address(stream), e.__cause__ or e)
                 await _send_tls_alert(secured, stream)
                 await stream.aclose()
                 return
@@ -401,11 +401,3 @@ async def _send_tls_alert(secured: trio.SSLStream, stream: trio.SocketStream) ->
             await stream.send_all(alert)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
-
-
-def _peer(stream: trio.SocketStream) -> str:
-    try:
-        host, port = stream.socket.getpeername()[:2]
-        return f"{host}:{port}"
-    except OSError:
-        return "?"

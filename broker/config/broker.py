@@ -329,7 +329,7 @@ class BrokerConfig:
         if not self.single_node and self.inter_broker_listener_name in self._tls:
             # This broker's own client side: made now, so a bad store stops start-up.
             try:
-                self._tls[self.inter_broker_listener_name].client_context()
+                self._tls[self.inter_broker_listener_name].client_context  # noqa: B018
             except TlsConfigError as e:
                 raise ConfigError(
                     f"Inter-broker listener {self.inter_broker_listener_name}: {e}", e.key
@@ -453,7 +453,7 @@ class BrokerConfig:
 
         try:
             settings = TlsSettings.from_config(lookup)
-            settings.server_context()  # a bad store stops start-up, with its reason
+            settings.server_context  # noqa: B018  a bad store stops start-up, with its reason
         except TlsConfigError as e:
             raise ConfigError(f"Listener {listener}: {e}", e.key) from None
         return settings

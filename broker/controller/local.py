@@ -74,6 +74,16 @@ class LocalMetadataStore:
         )
         return image, raw.get("next_producer_id", 0)
 
+    def load_or_create(self, node_id: int, cluster_id: str | None) -> tuple[MetadataImage, int]:
+        """Blocking: the stored image and next unused producer id, or a new
+        cluster's (`cluster_id`, else a generated one), saved first."""
+        loaded = self.load()
+        if loaded is not None:
+            return loaded
+        image = MetadataImage(cluster_id=cluster_id or new_cluster_id(), controller_id=node_id)
+        self.save(image, 0)
+        return image, 0
+
     def save(self, image: MetadataImage, next_producer_id: int) -> None:
         """Blocking: replace the file atomically and durably."""
         raw = {
@@ -184,14 +194,7 @@ class LocalController:
     def _load(self) -> tuple[MetadataImage, int]:
         """Blocking: the stored image (a new cluster's when there is none)
         and the next unused producer id."""
-        loaded = self.store.load()
-        if loaded is not None:
-            return loaded
-        image = MetadataImage(
-            cluster_id=self.cluster_id or new_cluster_id(), controller_id=self.node_id
-        )
-        self.store.save(image, 0)
-        return image, 0
+        return self.store.load_or_create(self.node_id, self.cluster_id)
 
     async def start(self, registration: BrokerRegistration, nursery=None) -> None:
         """This node starts: its stored metadata, led under new leader epochs,

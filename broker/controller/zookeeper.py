@@ -392,22 +392,15 @@ class ZkMetadataBackend:
                 except NoNodeError:
                     pass
             topics[name] = TopicImage(name, _topic_id(raw["topic_id"]), partitions, configs)
-        broker_configs = {}
-        for child in zk.get_children("/config/brokers", watch=watch):
-            try:
-                data, _ = zk.get(f"/config/brokers/{child}", watch=watch)
-            except NoNodeError:
-                continue
-            resource = "" if child == "<default>" else child
-            broker_configs[resource] = json.loads(data)["config"]
-        user_configs = {}
-        for user in zk.get_children("/config/users", watch=watch):
-            try:
-                data, _ = zk.get(f"/config/users/{user}", watch=watch)
-            except NoNodeError:
-                continue
-            if configs := json.loads(data)["config"]:
-                user_configs[user] = configs
+        broker_configs = {
+            "" if child == "<default>" else child: configs
+            for child, configs in _read_configs(zk, "/config/brokers", watch).items()
+        }
+        user_configs = {
+            user: configs
+            for user, configs in _read_configs(zk, "/config/users", watch).items()
+            if configs
+        }
         return Snapshot(cluster_id, controller_id, brokers, topics, broker_configs, user_configs)
 
     async def close(self) -> None:
@@ -916,6 +909,18 @@ class ZkMetadataBackend:
                     continue
 
         return await trio.to_thread.run_sync(allocate)
+
+
+def _read_configs(zk: KazooClient, parent: str, watch) -> dict[str, dict[str, str]]:
+    """Blocking: the configs of each child of a /config node, watching each."""
+    configs = {}
+    for child in zk.get_children(parent, watch=watch):
+        try:
+            data, _ = zk.get(f"{parent}/{child}", watch=watch)
+        except NoNodeError:
+            continue  # deleted since the listing: the next read sees it gone
+        configs[child] = json.loads(data)["config"]
+    return configs
 
 
 def create_chroot(connect_string: str, timeout: float) -> None:

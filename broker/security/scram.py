@@ -118,8 +118,9 @@ class ScramError(Exception):
     """The exchange failed; the message is what the client is told."""
 
 
-def _server_nonce() -> str:
-    """As Kafka makes it: 130 random bits in lower-case base 36."""
+def random_nonce() -> str:
+    """A nonce as Kafka makes them (its server's part, and its client's):
+    130 random bits in lower-case base 36."""
     n = secrets.randbits(130)
     digits = ""
     while n:
@@ -137,7 +138,7 @@ class ScramExchange:
     malformed message, a wrong proof), but an authorization id that is not
     the user's."""
 
-    def __init__(self, mechanism: ScramMechanism, lookup, server_nonce=_server_nonce):
+    def __init__(self, mechanism: ScramMechanism, lookup, server_nonce=random_nonce):
         self.mechanism = mechanism
         self._lookup = lookup
         # Makes the server's part of the nonce (tests give RFC 7677's).
@@ -247,7 +248,7 @@ class ScramClient:
         self.mechanism = mechanism
         self._password = password
         name = username.replace("=", "=3D").replace(",", "=2C")
-        self._client_first_bare = f"n={name},r={_server_nonce()}"
+        self._client_first_bare = f"n={name},r={random_nonce()}"
         self._auth_message = b""
         self._salted = b""
 

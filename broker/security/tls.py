@@ -1,7 +1,7 @@
 """TLS for SSL and SASL_SSL listeners, from Kafka's `ssl.*` settings.
 
     settings = TlsSettings.from_config(lookup)   # lookup(key): the listener's value
-    context = settings.server_context()          # for trio.SSLStream(server_side=True)
+    context = settings.server_context            # for trio.SSLStream(server_side=True)
 
 Keystores are PEM (`ssl.keystore.type=PEM`: a file with the private key and
 the certificate chain, or both inline as `ssl.keystore.key` and
@@ -26,6 +26,7 @@ import ssl
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import (
@@ -124,16 +125,11 @@ class TlsSettings:
                 "An SSL listener needs a keystore: set ssl.keystore.location (PEM or PKCS12), "
                 "or ssl.keystore.key and ssl.keystore.certificate.chain",
             )
-        for key, kind in (
-            ("ssl.keystore.type", self.keystore_type),
-            ("ssl.truststore.type", self.truststore_type),
+        for key, kind, location in (
+            ("ssl.keystore.type", self.keystore_type, self.keystore_location),
+            ("ssl.truststore.type", self.truststore_type, self.truststore_location),
         ):
-            store_used = (
-                self.keystore_location is not None
-                if key == "ssl.keystore.type"
-                else self.truststore_location is not None
-            )
-            if store_used and kind not in STORE_TYPES:
+            if location is not None and kind not in STORE_TYPES:
                 raise TlsConfigError(
                     key,
                     f"{key}={kind} is not served by Gregor, which reads PEM and PKCS12 "
@@ -143,6 +139,10 @@ class TlsSettings:
 
     # --- contexts -----------------------------------------------------------------
 
+    # Made once (the configuration checks them at start-up, and the broker
+    # then serves with them): each reads the stores from disk.
+
+    @cached_property
     def server_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._common(context)
@@ -157,6 +157,7 @@ class TlsSettings:
             name_client_cas(context, trusted)
         return context
 
+    @cached_property
     def client_context(self) -> ssl.SSLContext:
         """How a broker reaches another broker's TLS listener: trusting the
         truststore, showing its own keystore, checking the host name unless
