@@ -419,22 +419,7 @@ def test_console_producer_consumer_over_scram_sha_512(
     create_scram_user(bootstrap, user, password, mechanisms=(2,))
     t = topic()
     config = jaas_properties(tmp_path, "SCRAM-SHA-512", user, password)
-    common = ("--bootstrap-server", sasl_bootstrap, "--command-config", config, "--topic", t)
-    proc = java.run("kafka-console-producer", *common, input="hello\nworld\n")
-    assert proc.returncode == 0, proc.stderr
-    assert "ERROR" not in proc.stderr, proc.stderr
-    proc = java.run(
-        "kafka-console-consumer",
-        *common,
-        "--from-beginning",
-        "--max-messages",
-        "2",
-        "--timeout-ms",
-        "20000",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hello\nworld\n"
-    assert "Processed a total of 2 messages" in proc.stderr
+    java.console_round_trip(sasl_bootstrap, t, config, ["hello", "world"])
 
 
 # --- kcat ---------------------------------------------------------------------------------

@@ -241,22 +241,7 @@ def test_console_producer_consumer_over_ssl(ssl_bootstrap, tls, topic, tmp_path,
     t = topic()
     keystore = tls.client.pem_keystore if certificate else None
     config = java_ssl_config(tmp_path, tls, keystore)
-    common = ("--bootstrap-server", ssl_bootstrap, "--command-config", config, "--topic", t)
-    proc = java.run("kafka-console-producer", *common, input="over\ntls\n")
-    assert proc.returncode == 0, proc.stderr
-    assert "ERROR" not in proc.stderr, proc.stderr
-    proc = java.run(
-        "kafka-console-consumer",
-        *common,
-        "--from-beginning",
-        "--max-messages",
-        "2",
-        "--timeout-ms",
-        "20000",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "over\ntls\n"
-    assert "Processed a total of 2 messages" in proc.stderr
+    java.console_round_trip(ssl_bootstrap, t, config, ["over", "tls"])
 
 
 @pytest.mark.client("java")

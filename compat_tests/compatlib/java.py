@@ -42,6 +42,29 @@ def stop(proc: subprocess.Popen, timeout: float = 15.0) -> int:
     return kafka_cli.stop(proc, timeout=timeout)
 
 
+def console_round_trip(bootstrap: str, topic: str, config: str, lines: list[str]) -> None:
+    """Kafka's console producer writes `lines`, with the client settings of
+    the properties file `config`, and its console consumer reads them back
+    from the beginning; each must end cleanly."""
+    common = ("--bootstrap-server", bootstrap, "--command-config", config, "--topic", topic)
+    text = "".join(f"{line}\n" for line in lines)
+    proc = run("kafka-console-producer", *common, input=text)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERROR" not in proc.stderr, proc.stderr
+    proc = run(
+        "kafka-console-consumer",
+        *common,
+        "--from-beginning",
+        "--max-messages",
+        str(len(lines)),
+        "--timeout-ms",
+        "20000",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == text
+    assert f"Processed a total of {len(lines)} messages" in proc.stderr
+
+
 def properties_file(props: dict[str, object], directory: str | Path | None = None) -> str:
     """Write a .properties file (a producer/consumer/command config) and return its path."""
     fd = tempfile.NamedTemporaryFile(

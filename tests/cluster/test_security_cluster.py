@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Producer
@@ -35,21 +36,34 @@ pytestmark = pytest.mark.slow
 PLAIN_JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
 )
+# Two brokers where an acks=all write, and a transaction's markers, need the
+# other broker: what reaches it over the listener under test.
+BOTH_NEEDED = {
+    "default.replication.factor": 2,
+    "min.insync.replicas": 2,
+    "offsets.topic.replication.factor": 2,
+    "offsets.topic.num.partitions": 1,
+    "transaction.state.log.replication.factor": 2,
+    "transaction.state.log.min.isr": 2,
+    "transaction.state.log.num.partitions": 1,
+    "replica.fetch.wait.max.ms": 100,
+    "group.initial.rebalance.delay.ms": 0,
+}
 
 
-def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path, zookeeper):
-    chroot = f"/t{time.monotonic_ns()}/gregor"
-    settings = {
-        "zookeeper.connect": zookeeper.connect + chroot,
+def cluster_settings(zookeeper, **listener_settings) -> dict:
+    """Two brokers' settings under a ZooKeeper chroot of their own."""
+    return {
+        "zookeeper.connect": f"{zookeeper.connect}/t{time.monotonic_ns()}/gregor",
         "zookeeper.session.timeout.ms": 4000,
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "default.replication.factor": 2,
-        "offsets.topic.replication.factor": 2,
-        "offsets.topic.num.partitions": 1,
-        "group.initial.rebalance.delay.ms": 0,
+        **BOTH_NEEDED,
+        **listener_settings,
     }
+
+
+@contextmanager
+def two_brokers(tmp_path, settings: dict):
+    """Brokers 1 and 2, started; stopped at the end, with no traceback logged."""
     brokers = [
         GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
         for n in (1, 2)
@@ -57,6 +71,53 @@ def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path,
     try:
         for broker in brokers:
             broker.start()
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.stop()
+    for broker in brokers:
+        assert_no_traceback(broker)
+
+
+def commit_a_record_on_each_broker(conf: dict, topic: str) -> None:
+    """A topic of two partitions (one led by each broker, replicated to the
+    other), and a transaction writing to both, acks=all."""
+    admin = AdminClient(conf)
+    wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
+    admin.create_topics([NewTopic(topic, 2)])[topic].result(TIMEOUT)
+    producer = Producer({**conf, "acks": "all", "transactional.id": f"{topic}-txn"})
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    for partition in (0, 1):
+        producer.produce(topic, f"p{partition}".encode(), partition=partition)
+    producer.commit_transaction(TIMEOUT)
+
+
+def read_committed(topic: str, brokers, **security) -> list[bytes]:
+    """Every committed record of the topic, with kafka-python, sorted."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=[b.bootstrap for b in brokers],
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+        **security,
+    )
+    values = sorted(m.value for m in consumer)
+    consumer.close()
+    return values
+
+
+def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path, zookeeper):
+    settings = cluster_settings(
+        zookeeper,
+        **{
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        },
+    )
+    with two_brokers(tmp_path, settings) as brokers:
         one, two = brokers
         sasl_two = f"127.0.0.1:{two.ports['SASL_PLAINTEXT']}"
         admin = AdminClient({"bootstrap.servers": one.bootstrap})
@@ -104,11 +165,6 @@ def test_a_scram_credential_made_through_one_broker_logs_in_at_another(tmp_path,
         )
         assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
         consumer.close()
-    finally:
-        for broker in brokers:
-            broker.stop()
-    for broker in brokers:
-        assert_no_traceback(broker)
 
 
 def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeeper):
@@ -120,31 +176,20 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
     # no broker could take it before the brokers replicate. Logins last a
     # second (connections.max.reauth.ms): each broker's connections to the
     # other are made anew, and log in again, before theirs ends.
-    chroot = f"/t{time.monotonic_ns()}/gregor"
-    settings = {
-        "zookeeper.connect": zookeeper.connect + chroot,
-        "zookeeper.session.timeout.ms": 4000,
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-            "org.apache.kafka.common.security.plain.PlainLoginModule required "
-            'user_admin="admin-secret";'
-        ),
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required "
-            'username="broker" password="broker-secret";'
-        ),
-        "default.replication.factor": 2,
-        "min.insync.replicas": 2,
-        "offsets.topic.replication.factor": 2,
-        "offsets.topic.num.partitions": 1,
-        "transaction.state.log.replication.factor": 2,
-        "transaction.state.log.min.isr": 2,
-        "transaction.state.log.num.partitions": 1,
-        "replica.fetch.wait.max.ms": 100,
-        "connections.max.reauth.ms": 1000,
-    }
+    settings = cluster_settings(
+        zookeeper,
+        **{
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                'username="broker" password="broker-secret";'
+            ),
+            "connections.max.reauth.ms": 1000,
+        },
+    )
     added = subprocess.run(
         [
             sys.executable,
@@ -160,13 +205,7 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
     )
     assert added.returncode == 0, added.stderr
     assert "SCRAM-SHA-512 credential for user broker written to ZooKeeper" in added.stdout
-    brokers = [
-        GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
-        for n in (1, 2)
-    ]
-    try:
-        for broker in brokers:
-            broker.start()
+    with two_brokers(tmp_path, settings) as brokers:
         login = {
             "bootstrap.servers": ",".join(b.bootstrap for b in brokers),
             "security.protocol": "SASL_PLAINTEXT",
@@ -174,28 +213,15 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
             "sasl.username": "admin",
             "sasl.password": "admin-secret",
         }
-        admin = AdminClient(login)
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
-        admin.create_topics([NewTopic("both", 2)])["both"].result(TIMEOUT)
-        producer = Producer({**login, "acks": "all", "transactional.id": "over-sasl"})
-        producer.init_transactions(TIMEOUT)
-        producer.begin_transaction()
-        for partition in (0, 1):
-            producer.produce("both", f"p{partition}".encode(), partition=partition)
-        producer.commit_transaction(TIMEOUT)
-        consumer = KafkaConsumer(
+        commit_a_record_on_each_broker(login, "both")
+        assert read_committed(
             "both",
-            bootstrap_servers=[b.bootstrap for b in brokers],
+            brokers,
             security_protocol="SASL_PLAINTEXT",
             sasl_mechanism="PLAIN",
             sasl_plain_username="admin",
             sasl_plain_password="admin-secret",
-            isolation_level="read_committed",
-            auto_offset_reset="earliest",
-            consumer_timeout_ms=10_000,
-        )
-        assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
-        consumer.close()
+        ) == [b"p0", b"p1"]
         # Acknowledged writes for three logins' worth of time.
         acked = Producer({**login, "acks": "all"})
         started = time.monotonic()
@@ -205,11 +231,6 @@ def test_brokers_with_only_sasl_listeners_log_in_to_each_other(tmp_path, zookeep
         for broker in brokers:
             assert "failed authentication" not in broker.log()
             assert "expired" not in broker.log()
-    finally:
-        for broker in brokers:
-            broker.stop()
-    for broker in brokers:
-        assert_no_traceback(broker)
 
 
 def test_brokers_with_only_tls_listeners_replicate_to_each_other(tmp_path, zookeeper):
@@ -218,33 +239,19 @@ def test_brokers_with_only_tls_listeners_replicate_to_each_other(tmp_path, zooke
     # min.insync.replicas=2 is acknowledged only once a follower has fetched
     # over TLS, and a transaction's markers reach the other broker over it.
     pki = Pki(tmp_path / "pki")
-    chroot = f"/t{time.monotonic_ns()}/gregor"
-    settings = {
-        "zookeeper.connect": zookeeper.connect + chroot,
-        "zookeeper.session.timeout.ms": 4000,
-        "listeners": "SSL://127.0.0.1:0",
-        "ssl.keystore.type": "PKCS12",
-        "ssl.keystore.location": str(pki.server.pkcs12_keystore),
-        "ssl.keystore.password": PASSWORD,
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(pki.ca_pem),
-        "ssl.client.auth": "required",
-        "default.replication.factor": 2,
-        "min.insync.replicas": 2,
-        "offsets.topic.replication.factor": 2,
-        "offsets.topic.num.partitions": 1,
-        "transaction.state.log.replication.factor": 2,
-        "transaction.state.log.min.isr": 2,
-        "transaction.state.log.num.partitions": 1,
-        "replica.fetch.wait.max.ms": 100,
-    }
-    brokers = [
-        GregorNode(tmp_path / f"broker-{n}", settings, node_id=n, log_path=tmp_path / f"{n}.log")
-        for n in (1, 2)
-    ]
-    try:
-        for broker in brokers:
-            broker.start()
+    settings = cluster_settings(
+        zookeeper,
+        **{
+            "listeners": "SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(pki.server.pkcs12_keystore),
+            "ssl.keystore.password": PASSWORD,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca_pem),
+            "ssl.client.auth": "required",
+        },
+    )
+    with two_brokers(tmp_path, settings) as brokers:
         client = pki.client("app")
         conf = {
             "bootstrap.servers": ",".join(b.bootstrap for b in brokers),
@@ -253,32 +260,14 @@ def test_brokers_with_only_tls_listeners_replicate_to_each_other(tmp_path, zooke
             "ssl.certificate.location": str(client.pem_cert),
             "ssl.key.location": str(client.pem_key),
         }
-        admin = AdminClient(conf)
-        wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers")
-        admin.create_topics([NewTopic("sealed", 2)])["sealed"].result(TIMEOUT)
-        producer = Producer({**conf, "acks": "all", "transactional.id": "over-tls"})
-        producer.init_transactions(TIMEOUT)
-        producer.begin_transaction()
-        for partition in (0, 1):
-            producer.produce("sealed", f"p{partition}".encode(), partition=partition)
-        producer.commit_transaction(TIMEOUT)
-        consumer = KafkaConsumer(
+        commit_a_record_on_each_broker(conf, "sealed")
+        assert read_committed(
             "sealed",
-            bootstrap_servers=[b.bootstrap for b in brokers],
+            brokers,
             security_protocol="SSL",
             ssl_cafile=str(pki.ca_pem),
             ssl_certfile=str(client.pem_cert),
             ssl_keyfile=str(client.pem_key),
-            isolation_level="read_committed",
-            auto_offset_reset="earliest",
-            consumer_timeout_ms=10_000,
-        )
-        assert sorted(m.value for m in consumer) == [b"p0", b"p1"]
-        consumer.close()
+        ) == [b"p0", b"p1"]
         for broker in brokers:
             assert "TLS handshake" not in broker.log()
-    finally:
-        for broker in brokers:
-            broker.stop()
-    for broker in brokers:
-        assert_no_traceback(broker)

@@ -23,14 +23,23 @@ from wire.error_codes import ErrorCode
 pytestmark = pytest.mark.slow
 
 
-def serve(*args: str) -> subprocess.CompletedProcess:
+def gregor(*args: str) -> subprocess.CompletedProcess:
+    """`gregor <args>` run to its end."""
     return subprocess.run(
-        [sys.executable, "-m", "broker", "serve", *args],
+        [sys.executable, "-m", "broker", *args],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
         timeout=60,
     )
+
+
+def serve(*args: str) -> subprocess.CompletedProcess:
+    return gregor("serve", *args)
+
+
+def add_scram(*args: str) -> subprocess.CompletedProcess:
+    return gregor("add-scram", *args)
 
 
 @pytest.mark.parametrize(
@@ -121,16 +130,6 @@ def test_signal_answers_the_long_poll_in_flight_then_exits_0(tmp_path, sig):
     # The record acknowledged before the stop is there after a restart.
     with GregorNode(tmp_path / "data") as again, RawClient(again.port) as client:
         assert fetch_values(client, "waiting") == [b"kept"]
-
-
-def add_scram(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "broker", "add-scram", *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
 
 
 def test_add_scram_gives_a_stopped_node_its_first_scram_user(tmp_path):
