@@ -752,7 +752,12 @@ class Offsets:
                     self._membership.restore_group(snap, done_ms)
             for key, old, pending in removed:
                 if self._tombstoned.get(key) != write_id:
-                    continue  # a later tombstone of the same offset decides
+                    # A later tombstone of the same offset decides what comes
+                    # back if it fails: what the log holds before it, which
+                    # this one's outcome settles (writes complete in order).
+                    if self._runtime.is_active(partition):
+                        self._hand_over(key, old, pending, failed=error != NONE)
+                    continue
                 del self._tombstoned[key]
                 value = self._shadowed.pop(key, None) or old
                 pending = pending + self._shadowed_pending.pop(key, [])
@@ -770,6 +775,20 @@ class Offsets:
             return []
 
         self._runtime.then(persist, done)
+
+    def _hand_over(self, key, old, pending: list[tuple], failed: bool) -> None:
+        """A tombstone completed while a later one of the same offset is
+        pending. Written, the log forgets what came before it; failed, the log
+        still holds what it removed, under what commits made durable since
+        (already in the shadow: they completed before it)."""
+        if not failed:
+            self._shadowed.pop(key, None)
+            self._shadowed_pending.pop(key, None)
+            return
+        if old is not None:
+            self._shadowed.setdefault(key, old)
+        if pending:
+            self._shadowed_pending[key] = pending + self._shadowed_pending.get(key, [])
 
 
 # ((group, topic, partition), the committed value removed or None, the
